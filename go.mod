@@ -1,0 +1,3 @@
+module github.com/idembench/idembench
+
+go 1.26

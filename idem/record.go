@@ -1,0 +1,102 @@
+package idem
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is the state of a stored key.
+type Status uint8
+
+// The states of a key. A key with no record is absent.
+const (
+	StatusInProgress Status = 1 // claimed; a lease holder is executing
+	StatusCompleted  Status = 2 // finished; Response is replayed
+	StatusFailed     Status = 3 // failed permanently; Response is replayed
+)
+
+// String returns "in_progress", "completed", "failed" or "status(N)".
+func (s Status) String() string {
+	switch s {
+	case StatusInProgress:
+		return "in_progress"
+	case StatusCompleted:
+		return "completed"
+	case StatusFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// ParseStatus is the inverse of Status.String for the three valid states.
+// Anything else returns an error wrapping ErrCorruptRecord.
+func ParseStatus(s string) (Status, error) {
+	switch s {
+	case "in_progress":
+		return StatusInProgress, nil
+	case "completed":
+		return StatusCompleted, nil
+	case "failed":
+		return StatusFailed, nil
+	}
+	return 0, fmt.Errorf("%w: unknown status %q", ErrCorruptRecord, s)
+}
+
+// Token is a fencing token: strictly increasing per key across the whole life
+// of a store, including after Release and after a record expired. Zero is
+// never issued.
+type Token uint64
+
+// Record is the stored state of one key.
+type Record struct {
+	Key         string
+	Status      Status
+	Fingerprint Fingerprint
+	// Token is the fencing token of the execution that owns (or owned) the
+	// record.
+	Token Token
+	// LeaseExpiry is when the lease of an in-progress record ends, by the
+	// backend's clock. Zero for completed and failed records.
+	LeaseExpiry time.Time
+	// Response is set for completed and failed records, nil otherwise.
+	Response *Response
+	// ExpiresAt is when the record is deleted: for completed and failed
+	// records, completion time plus retention; for in-progress records, the
+	// lease expiry plus retention, so that a takeover after a crash is still
+	// recognised as one (Lease.PrevToken).
+	ExpiresAt time.Time
+}
+
+// Validate checks the record invariants and returns an error wrapping
+// ErrCorruptRecord when one is broken. Backends call it on every record they
+// decode.
+func (r *Record) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: key %q: %s", ErrCorruptRecord, r.Key, fmt.Sprintf(format, args...))
+	}
+	if r.Token == 0 {
+		return bad("fencing token is zero")
+	}
+	switch r.Status {
+	case StatusInProgress:
+		if r.Response != nil {
+			return bad("in-progress record carries a response")
+		}
+		if r.LeaseExpiry.IsZero() {
+			return bad("in-progress record without lease expiry")
+		}
+	case StatusCompleted, StatusFailed:
+		if r.Response == nil {
+			return bad("%s record without response", r.Status)
+		}
+	default:
+		return bad("unknown status %d", uint8(r.Status))
+	}
+	return nil
+}
+
+// LeaseLive reports whether r is in progress with a lease that has not
+// expired at now.
+func (r *Record) LeaseLive(now time.Time) bool {
+	return r.Status == StatusInProgress && now.Before(r.LeaseExpiry)
+}

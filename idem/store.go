@@ -1,0 +1,67 @@
+package idem
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the storage contract of the engine. Every method is one atomic
+// step on the backend; every write after Acquire is fenced by the lease's
+// token. Implementations must be safe for concurrent use and must pass
+// backends/storetest.
+//
+// Errors: ErrLeaseLost when fencing refuses a write, ErrNotFound from Get,
+// ErrCorruptRecord for undecodable records, ErrBackend (via BackendError) for
+// backend failures, and MarkAmbiguous around a failure that happened after a
+// write may have reached the backend. A cancelled ctx returns ctx.Err()
+// (possibly wrapped, possibly ambiguous).
+type Store interface {
+	// Acquire claims key for the request fp, or reports what is there.
+	// Exactly one of lease and rec is non-nil when err is nil.
+	//   - absent: a new record in progress; lease with a fresh token.
+	//   - in progress, lease expired, same fingerprint: take-over; lease
+	//     with a higher token and PrevToken set to the previous token.
+	//   - anything else (live lease, completed, failed, or a fingerprint
+	//     that differs): the record, unchanged.
+	Acquire(ctx context.Context, key string, fp Fingerprint, leaseTTL time.Duration) (*Lease, *Record, error)
+	// Heartbeat extends l to now+leaseTTL and updates l.Expiry. It returns
+	// ErrLeaseLost if the record no longer carries l.Token, also if the lease
+	// expired but nobody took it over yet (it is then renewed).
+	Heartbeat(ctx context.Context, l *Lease, leaseTTL time.Duration) error
+	// Complete stores resp as the completed response, kept for retention.
+	Complete(ctx context.Context, l *Lease, resp Response, retention time.Duration) error
+	// Fail stores resp as a permanent failure, kept for retention and
+	// replayed like a completion.
+	Fail(ctx context.Context, l *Lease, resp Response, retention time.Duration) error
+	// Release deletes the in-progress record so the request can be retried.
+	// The fencing counter survives: the next lease gets a higher token.
+	Release(ctx context.Context, l *Lease) error
+	// Get returns the record of key, or ErrNotFound.
+	Get(ctx context.Context, key string) (*Record, error)
+}
+
+// Sweeper is implemented by stores that delete expired records on request.
+// Sweep removes records past ExpiresAt and returns how many it removed.
+type Sweeper interface {
+	Sweep(ctx context.Context) (removed int, err error)
+}
+
+// Waiter is implemented by stores that can block until an in-progress record
+// changes (completed, failed, released, or lease expired) without polling the
+// caller's way. WaitChange returns nil when it is worth calling Acquire again,
+// or ctx.Err() when ctx ends first. Spurious early returns are allowed.
+type Waiter interface {
+	WaitChange(ctx context.Context, key string) error
+}
+
+// Clock tells the time. Stores and the engine take one so tests can control
+// time; SystemClock is the default.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock (with Go's monotonic reading).
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }

@@ -62,8 +62,9 @@ type Record struct {
 	Response *Response
 	// ExpiresAt is when the record is deleted: for completed and failed
 	// records, completion time plus retention; for in-progress records, the
-	// lease expiry plus retention, so that a takeover after a crash is still
-	// recognised as one (Lease.PrevToken).
+	// lease expiry plus the store's take-over grace period (a store option,
+	// default 24h), so that a take-over after a crash is still recognised as
+	// one (Lease.PrevToken) and the recovery hook runs.
 	ExpiresAt time.Time
 }
 

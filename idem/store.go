@@ -25,10 +25,13 @@ type Store interface {
 	//     that differs): the record, unchanged.
 	Acquire(ctx context.Context, key string, fp Fingerprint, leaseTTL time.Duration) (*Lease, *Record, error)
 	// Heartbeat extends l to now+leaseTTL and updates l.Expiry. It returns
-	// ErrLeaseLost if the record no longer carries l.Token, also if the lease
-	// expired but nobody took it over yet (it is then renewed).
+	// ErrLeaseLost if the record is not in progress with l.Token. A lease
+	// that expired but was not taken over still carries l.Token and is
+	// renewed: fencing is by token, expiry only permits a take-over.
 	Heartbeat(ctx context.Context, l *Lease, leaseTTL time.Duration) error
 	// Complete stores resp as the completed response, kept for retention.
+	// Like every fenced write it succeeds only if the record is in progress
+	// with l.Token (expired or not), else ErrLeaseLost and nothing changes.
 	Complete(ctx context.Context, l *Lease, resp Response, retention time.Duration) error
 	// Fail stores resp as a permanent failure, kept for retention and
 	// replayed like a completion.

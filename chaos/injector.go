@@ -1,0 +1,238 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// Config configures an Injector.
+type Config struct {
+	// Seed fixes the arming times and the probability draws.
+	Seed int64
+	// Faults is the schedule. An empty schedule gives a nil Hook.
+	Faults []Fault
+	// RunFor is the length of the run's traffic: the default end of every
+	// fault window. It must be positive when a fault leaves End zero.
+	RunFor time.Duration
+	// Now reads the run's timeline (nanoseconds) for the fault windows.
+	// Nil means a process-local monotonic clock.
+	Now func() int64
+}
+
+// Window is one injected fault as the history records it: a crash is an
+// instant (Start == End), a pause spans its stall.
+type Window struct {
+	Label string
+	Point idem.Point
+	Key   string
+	Token idem.Token
+	Start int64
+	End   int64
+}
+
+// Injector runs a fault schedule through the engine's fault hook. It is
+// safe for concurrent use. The zero Injector is not usable: call New.
+type Injector struct {
+	faults []armedFault
+	now    func() int64
+	salt   uint64
+
+	started atomic.Bool
+	stopped atomic.Bool
+	t0      time.Time // set by Start, read after started is observed
+
+	failNext sync.Map // idem.Token -> struct{}: resumed pauses that must fail
+
+	mu      sync.Mutex
+	windows []Window
+}
+
+type armedFault struct {
+	Fault
+	point idem.Point
+	end   time.Duration
+	at    []time.Duration // Count mode: sorted arming offsets
+	next  atomic.Int64    // Count mode: index of the next arming
+	thres uint64          // Probability mode: hit when hash < thres
+}
+
+// New validates cfg and returns an Injector. The arming offsets of Count
+// faults are drawn here from cfg.Seed, so the same seed and schedule always
+// give the same offsets.
+func New(cfg Config) (*Injector, error) {
+	in := &Injector{now: cfg.Now, salt: uint64(cfg.Seed)}
+	if in.now == nil {
+		base := time.Now()
+		in.now = func() int64 { return int64(time.Since(base)) + 1 }
+	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6368616f73)) // "chaos"
+	in.faults = make([]armedFault, len(cfg.Faults))
+	for i, f := range cfg.Faults {
+		if err := f.Validate(cfg.RunFor); err != nil {
+			return nil, fmt.Errorf("fault %d: %w", i+1, err)
+		}
+		a := &in.faults[i]
+		a.Fault = f
+		a.point = f.Point
+		if a.point == 0 {
+			a.point = idem.PointBeforeFn
+		}
+		a.end = f.End
+		if a.end == 0 {
+			if cfg.RunFor <= 0 {
+				return nil, fmt.Errorf("fault %d: window has no end and the run length is unknown", i+1)
+			}
+			a.end = cfg.RunFor
+		}
+		if f.Count > 0 {
+			a.at = make([]time.Duration, f.Count)
+			span := int64(a.end - f.Start)
+			for j := range a.at {
+				a.at[j] = f.Start + time.Duration(rng.Int64N(span))
+			}
+			slices.Sort(a.at)
+		} else {
+			a.thres = uint64(f.Probability * float64(^uint64(0)))
+			if f.Probability >= 1 {
+				a.thres = ^uint64(0)
+			}
+		}
+	}
+	return in, nil
+}
+
+// Start marks the start of the run: fault windows are measured from here.
+// Before Start no fault fires. Calling it again has no effect.
+func (in *Injector) Start() {
+	if in.started.Load() {
+		return
+	}
+	in.t0 = time.Now()
+	in.started.Store(true)
+}
+
+// Stop disarms every fault: no injection starts after Stop returns (a pause
+// already stalling runs to its end). The workload calls it before the
+// end-of-run probe.
+func (in *Injector) Stop() { in.stopped.Store(true) }
+
+// Hook returns the idem.Hook that injects the schedule, or nil when the
+// schedule is empty (so the engine's fault points cost a nil check).
+func (in *Injector) Hook() idem.Hook {
+	if in == nil || len(in.faults) == 0 {
+		return nil
+	}
+	return in.hook
+}
+
+func (in *Injector) hook(ctx context.Context, p idem.Point, l idem.Lease) error {
+	if !in.started.Load() || in.stopped.Load() {
+		return nil
+	}
+	elapsed := time.Since(in.t0)
+	for i := range in.faults {
+		f := &in.faults[i]
+		if f.point != p || elapsed < f.Start || elapsed >= f.end || !in.fire(i, f, elapsed, &l) {
+			continue
+		}
+		return in.inject(f, p, &l)
+	}
+	return nil
+}
+
+// fire decides whether fault i hits the execution of l now.
+func (in *Injector) fire(i int, f *armedFault, elapsed time.Duration, l *idem.Lease) bool {
+	if f.at != nil {
+		for {
+			n := f.next.Load()
+			if n >= int64(len(f.at)) || f.at[n] > elapsed {
+				return false
+			}
+			if f.next.CompareAndSwap(n, n+1) {
+				return true
+			}
+		}
+	}
+	// FNV-1a of the key, mixed with the run seed, the fault index and the
+	// token: deterministic across processes, independent across faults.
+	k := uint64(14695981039346656037)
+	for j := 0; j < len(l.Key); j++ {
+		k = (k ^ uint64(l.Key[j])) * 1099511628211
+	}
+	x := mix(k ^ mix(in.salt+uint64(i)*0x9e3779b97f4a7c15) ^ uint64(l.Token)*0xbf58476d1ce4e5b9)
+	return x < f.thres
+}
+
+// inject performs fault f on the execution of l.
+func (in *Injector) inject(f *armedFault, p idem.Point, l *idem.Lease) error {
+	w := Window{Label: f.label(p), Point: p, Key: l.Key, Token: l.Token, Start: in.now()}
+	if f.Kind == Crash {
+		w.End = w.Start
+		in.record(w)
+		return ErrCrash
+	}
+	// A pause models a stopped process: it ignores the context.
+	time.Sleep(f.Duration)
+	w.End = in.now()
+	if f.ThenFail {
+		in.failNext.Store(l.Token, struct{}{})
+	}
+	in.record(w)
+	return nil
+}
+
+func (in *Injector) record(w Window) {
+	in.mu.Lock()
+	in.windows = append(in.windows, w)
+	in.mu.Unlock()
+}
+
+// ForcedFailure returns ErrInjected, once, for an execution that a pause
+// with ThenFail has resumed, and nil for every other. The business function
+// calls it before its side effect.
+func (in *Injector) ForcedFailure(l idem.Lease) error {
+	if in == nil {
+		return nil
+	}
+	if _, ok := in.failNext.LoadAndDelete(l.Token); ok {
+		return ErrInjected
+	}
+	return nil
+}
+
+// Windows returns the injections so far, sorted by start.
+func (in *Injector) Windows() []Window {
+	in.mu.Lock()
+	out := slices.Clone(in.windows)
+	in.mu.Unlock()
+	slices.SortStableFunc(out, func(a, b Window) int {
+		switch {
+		case a.Start < b.Start:
+			return -1
+		case a.Start > b.Start:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// IsCrash reports whether err is (or wraps) an injected crash.
+func IsCrash(err error) bool { return errors.Is(err, ErrCrash) }
+
+// mix is the splitmix64 finaliser.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}

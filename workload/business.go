@@ -1,0 +1,185 @@
+package workload
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/idem"
+)
+
+// Business errors. Callers test them with errors.Is.
+var (
+	// ErrRetryable is the business function's injected retryable failure.
+	ErrRetryable = errors.New("workload: business function failed (retryable)")
+	// ErrPermanent is its injected permanent failure.
+	ErrPermanent = errors.New("workload: business function failed (permanent)")
+	// ErrStale is returned (as a permanent error) when the sink rejected
+	// the effect because a newer lease already applied one.
+	ErrStale = errors.New("workload: effect rejected by fencing (stale token)")
+)
+
+// retryableError marks a business error the engine should release on.
+type retryableError struct{ err error }
+
+func (e *retryableError) Error() string { return e.err.Error() }
+func (e *retryableError) Unwrap() error { return e.err }
+
+func isRetryable(err error) bool {
+	var r *retryableError
+	return errors.As(err, &r)
+}
+
+type failKind uint8
+
+const (
+	failNone failKind = iota
+	failRetryable
+	failPermanent
+)
+
+// execution is what one call's business function will do, drawn by the
+// client before the call (so the draws stay on the client's seeded stream
+// even when the call outlives the client's interest in it).
+type execution struct {
+	client  int
+	req     int64
+	attempt int
+	key     string
+	seq     int64
+	latency time.Duration
+	fail    failKind
+	probe   bool
+
+	// Set by the function when it runs; read by the client only after Do
+	// returned.
+	ran bool
+	id  string
+}
+
+func (c *client) newExecution(dl delivery, n int) *execution {
+	x := &execution{client: c.id, req: dl.req, attempt: n, key: dl.key, seq: c.calls}
+	b := &c.d.cfg.Business
+	x.latency = b.Latency.draw(c.rng)
+	if b.RetryableRate > 0 || b.PermanentRate > 0 {
+		switch u := c.rng.Float64(); {
+		case u < b.RetryableRate:
+			x.fail = failRetryable
+		case u < b.RetryableRate+b.PermanentRate:
+			x.fail = failPermanent
+		}
+	}
+	return x
+}
+
+// draw returns one duration from l.
+func (l *Latency) draw(rng *rand.Rand) time.Duration {
+	switch l.Dist {
+	case "fixed":
+		return l.Mean
+	case "uniform":
+		if l.Max <= l.Min {
+			return l.Min
+		}
+		return l.Min + time.Duration(rng.Int64N(int64(l.Max-l.Min)+1))
+	case "exponential":
+		d := l.Min + time.Duration(rng.ExpFloat64()*float64(l.Mean-l.Min))
+		if l.Max > 0 {
+			d = min(d, l.Max)
+		}
+		return max(d, 0)
+	}
+	return 0
+}
+
+// execID names an execution: "<client>.<seq>", or "p<seq>" for a probe.
+func (x *execution) execID() string {
+	var b []byte
+	if x.probe {
+		b = append(b, 'p')
+	} else {
+		b = strconv.AppendInt(b, int64(x.client), 10)
+		b = append(b, '.')
+	}
+	return string(strconv.AppendInt(b, x.seq, 10))
+}
+
+// business returns the idem.Func of execution x: it works for x.latency,
+// fails if x says so (or if the fault injector forces it), else applies
+// its effect to the sink and answers "ok <key> <exec>". It applies the
+// effect even when ctx was cancelled meanwhile: it models a process that
+// does not know it lost its lease.
+func (d *driver) business(x *execution) idem.Func {
+	return func(ctx context.Context) (idem.Response, error) {
+		x.ran = true
+		x.id = x.execID()
+		l, _ := idem.LeaseFrom(ctx)
+		if d.faults != nil {
+			if err := d.faults.ForcedFailure(l); err != nil {
+				return idem.Response{}, &retryableError{err}
+			}
+		}
+		if x.latency > 0 {
+			time.Sleep(x.latency)
+		}
+		switch x.fail {
+		case failRetryable:
+			return idem.Response{}, &retryableError{ErrRetryable}
+		case failPermanent:
+			return response(500, "failed", x), idem.Permanent(ErrPermanent)
+		}
+		resp := response(200, "ok", x)
+		op := history.Op{
+			Kind:    history.KindEffect,
+			Client:  x.client,
+			Worker:  x.client,
+			Key:     x.key,
+			Request: x.req,
+			Attempt: x.attempt,
+			Token:   uint64(l.Token),
+			Exec:    x.id,
+			Call:    d.now(),
+		}
+		applied, err := d.cfg.Sink.Apply(context.WithoutCancel(ctx), Effect{Key: x.key, Token: l.Token, Exec: x.id, Response: resp})
+		op.Return = d.now()
+		if err != nil {
+			op.Outcome = history.Unknown
+			op.Return = history.NoReturn
+			op.Err = err.Error()
+			d.rec.Record(op)
+			return idem.Response{}, idem.MarkAmbiguous(err)
+		}
+		op.Applied = applied
+		if !applied {
+			op.Err = ErrStale.Error()
+		}
+		d.rec.Record(op)
+		if !applied {
+			return response(409, "stale", x), idem.Permanent(ErrStale)
+		}
+		return resp, nil
+	}
+}
+
+// response builds "<word> <key> <exec>" with status.
+func response(status int, word string, x *execution) idem.Response {
+	b := make([]byte, 0, len(word)+len(x.key)+len(x.id)+2)
+	b = append(b, word...)
+	b = append(b, ' ')
+	b = append(b, x.key...)
+	b = append(b, ' ')
+	b = append(b, x.id...)
+	return idem.Response{Status: status, Body: b}
+}
+
+// execOf returns the execution id a response names (its last word).
+func execOf(r *idem.Response) string {
+	if i := bytes.LastIndexByte(r.Body, ' '); i >= 0 {
+		return string(r.Body[i+1:])
+	}
+	return ""
+}

@@ -1,0 +1,203 @@
+package workload
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/idem"
+)
+
+// client sends deliveries one at a time and retries them per the policy.
+// It is owned by one goroutine.
+type client struct {
+	d       *driver
+	id      int
+	rng     *rand.Rand // per-call draws: latency, failure, jitter
+	calls   int64      // numbers the executions this client starts
+	pending map[string]struct{}
+	timer   *time.Timer
+}
+
+func (d *driver) newClient(id int) *client {
+	return &client{
+		d:       d,
+		id:      id,
+		rng:     rand.New(rand.NewPCG(uint64(d.cfg.Seed), 1<<40|uint64(id))),
+		pending: make(map[string]struct{}),
+	}
+}
+
+// deliver sends one delivery until it gets a final answer, runs out of
+// attempts, or the drain deadline passes.
+func (c *client) deliver(ctx context.Context, dl delivery) {
+	c.d.deliveries.Add(1)
+	fp, fpID := fingerprint(dl.key, dl.mismatch)
+	r := &c.d.cfg.Retry
+	for n := 1; ; n++ {
+		o := c.call(ctx, dl, fp, fpID, n)
+		if final(o) {
+			return
+		}
+		c.pending[dl.key] = struct{}{}
+		if n >= r.MaxAttempts || ctx.Err() != nil || c.d.pastDrain() {
+			return
+		}
+		c.sleep(ctx, c.backoff(n))
+	}
+}
+
+// final reports whether a call outcome ends a delivery: the client got an
+// answer it will not retry.
+func final(o history.Outcome) bool {
+	switch o {
+	case history.Executed, history.Replayed, history.Failed, history.Mismatch:
+		return true
+	}
+	return false
+}
+
+// backoff returns the wait after attempt n: Backoff doubled per attempt up
+// to MaxBackoff, minus a random Jitter fraction.
+func (c *client) backoff(n int) time.Duration {
+	r := &c.d.cfg.Retry
+	if r.Backoff < 0 {
+		return 0
+	}
+	d := r.Backoff
+	for i := 1; i < n && d < r.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, r.MaxBackoff)
+	if r.Jitter > 0 {
+		d -= time.Duration(c.rng.Float64() * r.Jitter * float64(d))
+	}
+	return d
+}
+
+func (c *client) sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if c.timer == nil {
+		c.timer = time.NewTimer(d)
+	} else {
+		c.timer.Reset(d)
+	}
+	select {
+	case <-ctx.Done():
+		c.timer.Stop()
+	case <-c.timer.C:
+	}
+}
+
+// call makes one Engine.Do call and records it.
+func (c *client) call(ctx context.Context, dl delivery, fp idem.Fingerprint, fpID string, n int) history.Outcome {
+	c.calls++
+	x := c.newExecution(dl, n)
+	op := history.Op{
+		Kind:    history.KindCall,
+		Client:  c.id,
+		Worker:  c.id,
+		Key:     dl.key,
+		Request: dl.req,
+		Attempt: n,
+		FP:      fpID,
+	}
+	if n == 1 {
+		op.Intended = dl.intended
+	}
+	fn := c.d.business(x)
+	d := c.d
+	var res idem.Result
+	var err error
+	op.Call = d.now()
+	if t := d.cfg.Retry.Timeout; t <= 0 {
+		res, err = d.eng.Do(ctx, dl.key, fp, fn)
+	} else {
+		// The call runs on its own goroutine so that the client can give
+		// up on it, as a real client closes its connection; the call goes
+		// on, as a server that does not notice would.
+		done := make(chan struct{})
+		var cres idem.Result
+		var cerr error
+		d.inflight.Go(func() {
+			cres, cerr = d.eng.Do(ctx, dl.key, fp, fn)
+			close(done)
+		})
+		tm := time.NewTimer(t)
+		select {
+		case <-done:
+			tm.Stop()
+			res, err = cres, cerr
+		case <-tm.C:
+			op.Return = history.NoReturn
+			op.Outcome = history.Unknown
+			op.Err = "client timeout after " + t.String()
+			d.rec.Record(op)
+			return op.Outcome
+		}
+	}
+	op.Return = d.now()
+	classify(&op, res, err, x)
+	d.rec.Record(op)
+	return op.Outcome
+}
+
+// classify sets the outcome, token, response and error of a call op from
+// what Do returned. Anything it cannot place is unknown: an outcome that
+// may have taken effect is never recorded as failed.
+func classify(op *history.Op, res idem.Result, err error, x *execution) {
+	switch {
+	case err == nil && res.Replayed && res.Failed:
+		op.Outcome = history.Failed
+	case err == nil && res.Replayed:
+		op.Outcome = history.Replayed
+	case err == nil && !res.Failed:
+		op.Outcome = history.Executed
+		op.Token = uint64(res.Token)
+	case errors.Is(err, idem.ErrAborted):
+		op.Outcome = history.Unknown // a crash: the client got no answer
+	case errors.Is(err, idem.ErrLeaseLost):
+		op.Outcome = history.LeaseLost
+		op.Token = uint64(res.Token)
+	case errors.Is(err, idem.ErrBackend), idem.Ambiguous(err),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		op.Outcome = history.Unknown
+	case errors.Is(err, idem.ErrInProgress):
+		op.Outcome = history.InProgress
+	case errors.Is(err, idem.ErrFingerprintMismatch):
+		op.Outcome = history.Mismatch
+	case res.Failed:
+		op.Outcome = history.Failed
+		op.Token = uint64(res.Token)
+	case isRetryable(err):
+		op.Outcome = history.Released
+		op.Token = uint64(res.Token)
+	case errors.Is(err, idem.ErrInvalidKey):
+		op.Outcome = history.Error
+	default:
+		op.Outcome = history.Unknown
+	}
+	if op.Outcome.HasResponse() {
+		op.Resp = respID(&res.Response)
+		op.Exec = execOf(&res.Response)
+	} else if x.ran {
+		op.Exec = x.id
+	}
+	if op.Outcome == history.Unknown {
+		op.Return = history.NoReturn
+	}
+	if err != nil {
+		op.Err = err.Error()
+	}
+}
+
+// respID is the short digest of a response recorded in Op.Resp.
+func respID(r *idem.Response) string {
+	d := r.Digest()
+	return hex.EncodeToString(d[:8])
+}

@@ -1,0 +1,53 @@
+// Package workload is the harness's driver: concurrent clients that call
+// idem.Engine.Do against any idem.Store, a business function whose side
+// effect goes to an effect sink (the ledger), and a recorder that writes
+// what every client saw and every effect that happened into a history.
+//
+// # Shape of a run
+//
+// Run has three phases:
+//
+//  1. Traffic, for Config.Duration. Closed loop (Rate == 0): Clients
+//     goroutines each send a request, wait for its final answer (retrying
+//     per Config.Retry), and send the next. Open loop (Rate > 0): a pacer
+//     schedules requests at Rate per second and Clients workers send them;
+//     every call records the time it was meant to be sent (Op.Intended), so
+//     latency is measured from there and a stalled driver cannot hide its
+//     own delay (sends later than Config.LateAfter are counted as late).
+//  2. Drain: no new requests; requests in flight finish their retries, and
+//     calls abandoned by a client timeout run to their end. Faults are then
+//     stopped (Config.Faults.Stop).
+//  3. Liveness probe (invariant I6): after one lease TTL on the store's
+//     clock, every key that ever saw a non-final outcome (unknown,
+//     in_progress, released, lease_lost, error) is called once more with its
+//     original fingerprint; the call is recorded with Probe set.
+//
+// # Requests and keys
+//
+// Keys are unique per logical request, or drawn from a Zipf distribution
+// over a fixed key space (hot keys). A logical request may be delivered
+// more than once: extra copies at the same time by other clients
+// (Keys.Concurrent) and/or later (Keys.Delayed copies, Keys.Delay apart).
+// A fraction of deliveries may reuse a key with another request body
+// (Keys.MismatchRate), which a correct engine answers with 422.
+//
+// # The business function
+//
+// Each execution sleeps for a latency drawn from Business.Latency, may fail
+// retryably or permanently (Business.RetryableRate, PermanentRate), and
+// otherwise applies its effect to the Sink with the lease's fencing token
+// (idem.LeaseFrom) and a fresh execution id, even when its context was
+// cancelled: it models a process that does not know it lost its lease,
+// which is exactly what fencing must catch. Its response names the key and
+// the execution ("ok <key> <exec>"), so a double execution also shows up as
+// a replay that differs. A fenced sink that rejects the effect makes the
+// function fail permanently with ErrStale (a correct engine then refuses
+// the Fail by fencing: lease_lost).
+//
+// # Randomness
+//
+// Everything random comes from Config.Seed: each client (and the open-loop
+// pacer) has its own PCG stream derived from the seed and its id, and all
+// per-call draws (latency, failure, backoff jitter) are made by the client
+// before the call.
+package workload

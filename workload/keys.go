@@ -1,0 +1,177 @@
+package workload
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// delivery is one delivery of a logical request: the original or a copy.
+type delivery struct {
+	req      int64 // logical request id, shared by copies
+	key      string
+	mismatch bool      // sent with another request body than the key's first
+	due      time.Time // when a copy becomes deliverable
+	intended int64     // open loop: intended send time on the timeline
+}
+
+// fingerprint returns the fingerprint and its short id of a delivery of
+// key. Every delivery of a key uses the same request body, except
+// mismatching ones.
+func fingerprint(key string, mismatch bool) (idem.Fingerprint, string) {
+	body := "req"
+	if mismatch {
+		body = "other"
+	}
+	fp := idem.FingerprintString(key, body)
+	return fp, fp.String()[:16]
+}
+
+// source generates the deliveries of one client (or of the open-loop
+// pacer) from its own random stream. Copies go to the shared mailbox, from
+// which any client takes them.
+type source struct {
+	keys   *Keys
+	rng    *rand.Rand
+	zipf   *rand.Zipf
+	id     int64 // client id; request ids are id<<32 | n
+	n      int64
+	box    *mailbox
+	last   string // last key generated, reused by unique-key mismatches
+	keybuf []byte
+}
+
+func newSource(k *Keys, seed int64, id int, box *mailbox) *source {
+	s := &source{
+		keys: k,
+		rng:  rand.New(rand.NewPCG(uint64(seed), uint64(id)+1)),
+		id:   int64(id),
+		box:  box,
+	}
+	if k.Dist == "zipf" {
+		s.zipf = rand.NewZipf(s.rng, k.ZipfS, 1, uint64(k.Space-1))
+	}
+	return s
+}
+
+// next returns the next delivery: a due copy from the mailbox when there is
+// one, else a fresh logical request (whose copies it posts).
+func (s *source) next() delivery {
+	if d, ok := s.box.take(time.Time{}); ok {
+		return d
+	}
+	return s.fresh()
+}
+
+// fresh returns a new logical request and posts its copies.
+func (s *source) fresh() delivery {
+	s.n++
+	d := delivery{req: s.id<<32 | s.n}
+	if s.zipf != nil {
+		d.key = s.makeKey('z', int64(s.zipf.Uint64()))
+	} else {
+		d.key = s.makeKey('c', s.n)
+	}
+	if s.keys.MismatchRate > 0 && s.rng.Float64() < s.keys.MismatchRate {
+		if s.zipf == nil && s.last != "" {
+			d.key = s.last
+		}
+		d.mismatch = true
+		s.last = d.key
+		return d // a mismatching delivery gets no copies
+	}
+	s.last = d.key
+	if k := s.keys; k.Concurrent+k.Delayed > 0 && (k.DupFraction >= 1 || s.rng.Float64() < k.DupFraction) {
+		now := time.Now()
+		for range k.Concurrent {
+			c := d
+			c.due = now
+			s.box.post(c)
+		}
+		for i := 1; i <= k.Delayed; i++ {
+			c := d
+			c.due = now.Add(time.Duration(i) * k.Delay)
+			s.box.post(c)
+		}
+	}
+	return d
+}
+
+// makeKey returns "<prefix>-c<client>-<n>" for unique keys and
+// "<prefix>-z<rank>" for Zipf keys.
+func (s *source) makeKey(kind byte, n int64) string {
+	b := append(s.keybuf[:0], s.keys.Prefix...)
+	b = append(b, '-', kind)
+	if kind == 'c' {
+		b = strconv.AppendInt(b, s.id, 10)
+		b = append(b, '-')
+	}
+	b = strconv.AppendInt(b, n, 10)
+	s.keybuf = b
+	return string(b)
+}
+
+// mailbox holds copies of requests until they are due. Its empty check is
+// one atomic load, so runs without copies pay nothing for it.
+type mailbox struct {
+	n  atomic.Int64
+	mu sync.Mutex
+	h  dueHeap
+}
+
+func (m *mailbox) post(d delivery) {
+	m.mu.Lock()
+	heap.Push(&m.h, d)
+	m.n.Store(int64(len(m.h)))
+	m.mu.Unlock()
+}
+
+// take removes and returns the earliest copy due at now (the zero now
+// means the current time).
+func (m *mailbox) take(now time.Time) (delivery, bool) {
+	if m.n.Load() == 0 {
+		return delivery{}, false
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.h) == 0 || m.h[0].due.After(now) {
+		return delivery{}, false
+	}
+	d := heap.Pop(&m.h).(delivery)
+	m.n.Store(int64(len(m.h)))
+	return d, true
+}
+
+// nextDue returns when the earliest copy is due; ok is false when empty.
+func (m *mailbox) nextDue() (time.Time, bool) {
+	if m.n.Load() == 0 {
+		return time.Time{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.h) == 0 {
+		return time.Time{}, false
+	}
+	return m.h[0].due, true
+}
+
+type dueHeap []delivery
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(delivery)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return d
+}

@@ -1,0 +1,238 @@
+package workload
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/idem"
+)
+
+// Result is what a run produced besides its recorded operations.
+type Result struct {
+	// Recorder holds every recorded operation (calls, effects, probes);
+	// fault windows are the injector's to add.
+	Recorder *history.Recorder
+	// Ledger is the sink's ledger after the run.
+	Ledger *Ledger
+	// Start is the wall-clock start of the run.
+	Start time.Time
+	// TrafficStart and TrafficEnd bound the traffic phase on the run's
+	// timeline; DrainEnd is when the last call of the traffic returned.
+	TrafficStart, TrafficEnd, DrainEnd int64
+	// TrafficOps is the number of operations recorded up to DrainEnd.
+	TrafficOps int
+	// Deliveries counts deliveries of logical requests (copies included).
+	Deliveries int64
+	// LateSends counts open-loop sends that started more than LateAfter
+	// behind their intended time.
+	LateSends int64
+	// Probed is the number of keys the liveness probe called.
+	Probed int
+	// Open reports an open-loop run.
+	Open bool
+	// Recovery reports whether the engine's recovery hook was installed.
+	Recovery bool
+}
+
+// driver is the state of one run.
+type driver struct {
+	cfg    Config
+	eng    *idem.Engine
+	rec    *history.Recorder
+	now    func() int64
+	box    mailbox
+	faults Faults
+
+	stopped    atomic.Bool  // traffic is over
+	drainUntil atomic.Int64 // unix nanos after which no retry is scheduled
+	inflight   sync.WaitGroup
+	deliveries atomic.Int64
+	late       atomic.Int64
+
+	mu      sync.Mutex
+	pending map[string]struct{} // keys that saw a non-final outcome
+}
+
+// Run drives one run (traffic, drain, liveness probe; see the package doc)
+// and returns its Result. It returns early with ctx's error when ctx ends,
+// after every goroutine it started has finished. A configuration error
+// wraps ErrConfig.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	d := &driver{cfg: cfg, rec: cfg.Recorder, now: cfg.Now, faults: cfg.Faults, pending: make(map[string]struct{})}
+	if d.rec == nil {
+		d.rec = history.NewRecorder()
+	}
+	d.eng = idem.New(cfg.Store, d.engineOptions()...)
+	res := &Result{Recorder: d.rec, Ledger: cfg.Sink.Ledger(), Start: time.Now(), Open: cfg.Rate > 0, Recovery: cfg.Engine.Recovery}
+
+	if s, ok := d.faults.(interface{ Start() }); ok {
+		s.Start()
+	}
+	res.TrafficStart = d.now()
+	timer := time.AfterFunc(cfg.Duration, d.stopTraffic)
+	if res.Open {
+		d.openLoop(ctx, res.TrafficStart)
+	} else {
+		d.closedLoop(ctx)
+	}
+	timer.Stop()
+	d.stopTraffic()
+	res.TrafficEnd = min(d.now(), res.TrafficStart+int64(cfg.Duration))
+	d.inflight.Wait() // calls abandoned by a client timeout
+	res.DrainEnd = d.now()
+	res.TrafficOps = d.rec.Len()
+	if d.faults != nil {
+		d.faults.Stop()
+	}
+	res.Deliveries = d.deliveries.Load()
+	res.LateSends = d.late.Load()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if !cfg.NoProbe {
+		n, err := d.probe(ctx)
+		res.Probed = n
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func (d *driver) stopTraffic() {
+	if d.stopped.Load() {
+		return
+	}
+	d.drainUntil.Store(time.Now().Add(d.cfg.DrainTimeout).UnixNano())
+	d.stopped.Store(true)
+}
+
+// draining reports whether the drain deadline has passed.
+func (d *driver) pastDrain() bool {
+	return d.stopped.Load() && time.Now().UnixNano() > d.drainUntil.Load()
+}
+
+func (d *driver) engineOptions() []idem.Option {
+	e := d.cfg.Engine
+	opts := []idem.Option{
+		idem.WithLeaseTTL(e.LeaseTTL),
+		idem.WithHeartbeat(e.Heartbeat),
+		idem.WithRetention(e.Retention),
+	}
+	if e.ConflictWait > 0 {
+		opts = append(opts, idem.WithConflictWait(e.ConflictWait, 0))
+	}
+	if e.Recovery {
+		r := d.cfg.Sink.(Recoverer)
+		opts = append(opts, idem.WithRecovery(func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
+			return r.Recover(ctx, l.Key)
+		}))
+	}
+	if d.faults != nil {
+		if h := d.faults.Hook(); h != nil {
+			opts = append(opts, idem.WithHook(h))
+		}
+	}
+	return opts
+}
+
+// closedLoop runs Clients clients until traffic stops.
+func (d *driver) closedLoop(ctx context.Context) {
+	var wg sync.WaitGroup
+	for id := range d.cfg.Clients {
+		wg.Go(func() {
+			c := d.newClient(id)
+			src := newSource(&d.cfg.Keys, d.cfg.Seed, id, &d.box)
+			for !d.stopped.Load() && ctx.Err() == nil {
+				c.deliver(ctx, src.next())
+			}
+			d.mergePending(c.pending)
+		})
+	}
+	wg.Wait()
+}
+
+// openLoop paces requests at Rate and hands them to Clients workers.
+func (d *driver) openLoop(ctx context.Context, tl0 int64) {
+	jobs := make(chan delivery, d.cfg.Clients)
+	var wg sync.WaitGroup
+	for id := range d.cfg.Clients {
+		wg.Go(func() {
+			c := d.newClient(id)
+			for dl := range jobs {
+				if d.now()-dl.intended > int64(d.cfg.LateAfter) {
+					d.late.Add(1)
+				}
+				c.deliver(ctx, dl)
+			}
+			d.mergePending(c.pending)
+		})
+	}
+	d.pace(ctx, jobs, tl0)
+	close(jobs)
+	wg.Wait()
+}
+
+// pace sends the schedule of intended requests (and due copies) to jobs
+// until traffic stops. Sends that fall behind are not skipped: they go out
+// late, with their intended time, so the delay shows in their latency.
+func (d *driver) pace(ctx context.Context, jobs chan<- delivery, tl0 int64) {
+	src := newSource(&d.cfg.Keys, d.cfg.Seed, d.cfg.Clients, &d.box)
+	t0 := time.Now()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for i := int64(0); ; i++ {
+		off := time.Duration(float64(i) * float64(time.Second) / d.cfg.Rate)
+		if off >= d.cfg.Duration || d.stopped.Load() {
+			return
+		}
+		at := t0.Add(off)
+		if wait := time.Until(at); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+		}
+		for {
+			c, ok := d.box.take(at)
+			if !ok {
+				break
+			}
+			c.intended = tl0 + int64(c.due.Sub(t0))
+			if !send(ctx, jobs, c) {
+				return
+			}
+		}
+		dl := src.fresh()
+		dl.intended = tl0 + int64(off)
+		if !send(ctx, jobs, dl) {
+			return
+		}
+	}
+}
+
+func send(ctx context.Context, jobs chan<- delivery, dl delivery) bool {
+	select {
+	case jobs <- dl:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (d *driver) mergePending(p map[string]struct{}) {
+	d.mu.Lock()
+	for k := range p {
+		d.pending[k] = struct{}{}
+	}
+	d.mu.Unlock()
+}

@@ -1,0 +1,228 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// Effect is one attempt of the business side effect.
+type Effect struct {
+	Key string
+	// Token is the fencing token of the lease the execution ran under.
+	Token idem.Token
+	// Exec identifies the execution.
+	Exec string
+	// Response is what the execution will answer if the effect is applied;
+	// a recovering successor answers with it.
+	Response idem.Response
+}
+
+// Sink receives the side effects of the business function: it is the
+// ledger of what happened. Implementations are safe for concurrent use.
+type Sink interface {
+	// Name is the sink's name ("plain", "fenced").
+	Name() string
+	// Apply applies e or rejects it and says which. An error means the
+	// outcome is unknown.
+	Apply(ctx context.Context, e Effect) (applied bool, err error)
+	// Ledger returns the sink's record of every effect it saw.
+	Ledger() *Ledger
+}
+
+// Recoverer is a Sink that can answer the engine's recovery question "did
+// key K's effect already happen, and what did it answer?".
+type Recoverer interface {
+	Recover(ctx context.Context, key string) (resp idem.Response, done bool, err error)
+}
+
+// Sink names for NewSink.
+const (
+	SinkPlain  = "plain"
+	SinkFenced = "fenced"
+	SinkTx     = "tx"
+)
+
+// ErrUnsupported reports a configuration this build cannot run yet.
+var ErrUnsupported = errors.New("workload: not yet supported")
+
+// NewSink returns the sink called name:
+//
+//   - "plain" applies every effect (no fencing, no recovery).
+//   - "fenced" rejects an effect whose token is lower than the highest it
+//     applied for the key, and implements Recoverer.
+//   - "tx" (Postgres transactional mode) returns an error wrapping
+//     ErrUnsupported for now.
+//
+// Any other name is an error wrapping ErrConfig.
+func NewSink(name string) (Sink, error) {
+	switch name {
+	case SinkPlain:
+		return &plainSink{l: NewLedger()}, nil
+	case SinkFenced:
+		return &fencedSink{l: NewLedger()}, nil
+	case SinkTx:
+		return nil, fmt.Errorf("%w: sink %q (Postgres transactional mode) is reserved for the Postgres backend", ErrUnsupported, name)
+	}
+	return nil, configErr("unknown sink %q (want plain, fenced or tx)", name)
+}
+
+type plainSink struct{ l *Ledger }
+
+func (s *plainSink) Name() string    { return SinkPlain }
+func (s *plainSink) Ledger() *Ledger { return s.l }
+
+func (s *plainSink) Apply(ctx context.Context, e Effect) (bool, error) {
+	s.l.apply(e, false)
+	return true, nil
+}
+
+type fencedSink struct{ l *Ledger }
+
+var _ Recoverer = (*fencedSink)(nil)
+
+func (s *fencedSink) Name() string    { return SinkFenced }
+func (s *fencedSink) Ledger() *Ledger { return s.l }
+
+func (s *fencedSink) Apply(ctx context.Context, e Effect) (bool, error) {
+	return s.l.apply(e, true), nil
+}
+
+// Recover returns the response of the first applied effect of key.
+func (s *fencedSink) Recover(ctx context.Context, key string) (idem.Response, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return idem.Response{}, false, err
+	}
+	return s.l.first(key)
+}
+
+// Ledger records, per key, every effect a sink saw and whether it applied
+// it. It is safe for concurrent use.
+type Ledger struct {
+	seed   maphash.Seed
+	shards [64]ledgerShard
+}
+
+type ledgerShard struct {
+	mu   sync.Mutex
+	keys map[string]*ledgerEntry
+	_    [40]byte
+}
+
+type ledgerEntry struct {
+	highest idem.Token // highest applied token
+	applied  []Effect // in apply order
+	rejected []string // execution ids of rejected effects
+}
+
+// LedgerStats summarises a Ledger.
+type LedgerStats struct {
+	Keys     int // keys with at least one effect attempt
+	Applied  int // effects applied
+	Rejected int // effects rejected by fencing
+	// Doubled counts keys with more than one applied effect: each is an
+	// at-most-once (I1) violation, whatever the checker says.
+	Doubled int
+}
+
+// NewLedger returns an empty Ledger.
+func NewLedger() *Ledger {
+	l := &Ledger{seed: maphash.MakeSeed()}
+	for i := range l.shards {
+		l.shards[i].keys = make(map[string]*ledgerEntry)
+	}
+	return l
+}
+
+func (l *Ledger) shard(key string) *ledgerShard {
+	return &l.shards[maphash.String(l.seed, key)%uint64(len(l.shards))]
+}
+
+// apply records e; with fence, e is rejected when a higher token was already
+// applied for its key. It reports whether e was applied.
+func (l *Ledger) apply(e Effect, fence bool) bool {
+	sh := l.shard(e.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	en := sh.keys[e.Key]
+	if en == nil {
+		en = &ledgerEntry{}
+		sh.keys[e.Key] = en
+	}
+	if fence && e.Token < en.highest {
+		en.rejected = append(en.rejected, e.Exec)
+		return false
+	}
+	en.highest = max(en.highest, e.Token)
+	en.applied = append(en.applied, e)
+	return true
+}
+
+func (l *Ledger) first(key string) (idem.Response, bool, error) {
+	sh := l.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	en := sh.keys[key]
+	if en == nil || len(en.applied) == 0 {
+		return idem.Response{}, false, nil
+	}
+	return en.applied[0].Response, true, nil
+}
+
+// Lookup reports whether the effect of execution exec on key was applied;
+// ok is false when the ledger never saw it. It is what history.ResolveEffects
+// asks after a run.
+func (l *Ledger) Lookup(key, exec string) (applied, ok bool) {
+	sh := l.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	en := sh.keys[key]
+	if en == nil {
+		return false, false
+	}
+	for i := range en.applied {
+		if en.applied[i].Exec == exec {
+			return true, true
+		}
+	}
+	for _, x := range en.rejected {
+		if x == exec {
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// Applied returns the applied effects of key, in apply order.
+func (l *Ledger) Applied(key string) []Effect {
+	sh := l.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if en := sh.keys[key]; en != nil {
+		return append([]Effect(nil), en.applied...)
+	}
+	return nil
+}
+
+// Stats counts the ledger's contents.
+func (l *Ledger) Stats() LedgerStats {
+	var s LedgerStats
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for _, en := range sh.keys {
+			s.Keys++
+			s.Applied += len(en.applied)
+			s.Rejected += len(en.rejected)
+			if len(en.applied) > 1 {
+				s.Doubled++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return s
+}

@@ -26,7 +26,7 @@ func TestRunThroughputSmoke(t *testing.T) {
 	st := memstore.New(memstore.Options{SweepInterval: -1})
 	defer st.Close()
 	res, err := workload.Run(context.Background(), workload.Config{
-		Seed: 1, Duration: time.Second, Clients: 64, Store: st, Sink: mustSink(t, "fenced"),
+		Seed: 1, Duration: 2*time.Second, Clients: 64, Store: st, Sink: mustSink(t, "fenced"),
 		Engine: workload.Engine{LeaseTTL: time.Second, Recovery: true},
 	})
 	if err != nil {

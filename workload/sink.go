@@ -113,10 +113,21 @@ type ledgerShard struct {
 	_    [40]byte
 }
 
+// ledgerEntry is the ledger of one key. The first applied effect is kept
+// inline: almost every key has exactly one.
 type ledgerEntry struct {
-	highest idem.Token // highest applied token
-	applied  []Effect // in apply order
-	rejected []string // execution ids of rejected effects
+	highest  idem.Token // highest applied token
+	first    Effect     // valid when n > 0
+	more     []Effect   // applied effects after the first, in apply order
+	n        int        // number of applied effects
+	rejected []string   // execution ids of rejected effects
+}
+
+func (en *ledgerEntry) applied() []Effect {
+	if en.n == 0 {
+		return nil
+	}
+	return append([]Effect{en.first}, en.more...)
 }
 
 // LedgerStats summarises a Ledger.
@@ -158,7 +169,12 @@ func (l *Ledger) apply(e Effect, fence bool) bool {
 		return false
 	}
 	en.highest = max(en.highest, e.Token)
-	en.applied = append(en.applied, e)
+	if en.n == 0 {
+		en.first = e
+	} else {
+		en.more = append(en.more, e)
+	}
+	en.n++
 	return true
 }
 
@@ -167,10 +183,10 @@ func (l *Ledger) first(key string) (idem.Response, bool, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	en := sh.keys[key]
-	if en == nil || len(en.applied) == 0 {
+	if en == nil || en.n == 0 {
 		return idem.Response{}, false, nil
 	}
-	return en.applied[0].Response, true, nil
+	return en.first.Response, true, nil
 }
 
 // Lookup reports whether the effect of execution exec on key was applied;
@@ -184,8 +200,11 @@ func (l *Ledger) Lookup(key, exec string) (applied, ok bool) {
 	if en == nil {
 		return false, false
 	}
-	for i := range en.applied {
-		if en.applied[i].Exec == exec {
+	if en.n > 0 && en.first.Exec == exec {
+		return true, true
+	}
+	for i := range en.more {
+		if en.more[i].Exec == exec {
 			return true, true
 		}
 	}
@@ -203,7 +222,7 @@ func (l *Ledger) Applied(key string) []Effect {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if en := sh.keys[key]; en != nil {
-		return append([]Effect(nil), en.applied...)
+		return en.applied()
 	}
 	return nil
 }
@@ -216,9 +235,9 @@ func (l *Ledger) Stats() LedgerStats {
 		sh.mu.Lock()
 		for _, en := range sh.keys {
 			s.Keys++
-			s.Applied += len(en.applied)
+			s.Applied += en.n
 			s.Rejected += len(en.rejected)
-			if len(en.applied) > 1 {
+			if en.n > 1 {
 				s.Doubled++
 			}
 		}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/workload"
+)
+
+// checkCmd is `idembench check`.
+type checkCmd struct {
+	Path      string        `arg:"" help:"A run directory (holding history.jsonl) or a history file." placeholder:"DIR|FILE"`
+	Timeout   time.Duration `help:"Budget of the linearizability check; when it runs out the verdict is inconclusive." default:"30s"`
+	Visualize string        `help:"Directory for the Porcupine HTML of failing keys (default: <run dir>/violations for a run directory; none for a file)." placeholder:"DIR"`
+}
+
+func (c *checkCmd) Run(ctx context.Context, std stdio) error {
+	file, vis := c.Path, c.Visualize
+	fi, err := os.Stat(c.Path)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if fi.IsDir() {
+		file = filepath.Join(c.Path, "history.jsonl")
+		if vis == "" {
+			vis = filepath.Join(c.Path, "violations")
+		}
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	h, err := history.Decode(f)
+	f.Close()
+	if err != nil {
+		return usageErr("%s: %v", file, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rep := checker.Check(h, checker.Options{Timeout: c.Timeout, VisualizeDir: vis})
+	s := workload.Summarize(h.Ops, nil)
+	hd := h.Header
+	fmt.Fprintf(std.out, "idembench check: %s\n", file)
+	fmt.Fprintf(std.out, "run: scenario %s · backend %s · engine %s · seed %d · %s\n", hd.Scenario, hd.Backend, hd.Engine, hd.Seed, hd.Tool)
+	printOutcomes(std.out, s)
+	printVerdict(std.out, rep)
+	if code := verdictCode(rep.Verdict); code != exitOK {
+		return &exitError{code: code, err: fmt.Errorf("verdict %s", rep.Verdict)}
+	}
+	return nil
+}

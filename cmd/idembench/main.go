@@ -1,0 +1,131 @@
+// Command idembench drives an idempotency engine with concurrent clients and
+// faults, records what happened, and proves or refutes "no double
+// execution".
+//
+//	idembench run                      # memory backend, scenario default, ~10 s
+//	idembench run --scenario gc-pause --sink plain
+//	idembench run --engine naive/check-then-act --scenario duplicates
+//	idembench check idembench-out/20260101-120000
+//
+// Exit codes: 0 pass · 1 safety violation · 2 usage or configuration error ·
+// 3 inconclusive · 4 threshold missed · 5 environment error (backend
+// unreachable).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/idembench/idembench/scenarios"
+)
+
+// Exit codes, as VERIFICATION.md defines them.
+const (
+	exitOK           = 0
+	exitViolation    = 1
+	exitUsage        = 2
+	exitInconclusive = 3
+	exitThreshold    = 4
+	exitEnvironment  = 5
+)
+
+// version is the tool version written into every history header.
+var version = "dev"
+
+type cli struct {
+	Run   runCmd   `cmd:"" default:"withargs" help:"Run a scenario against an engine configuration, check the history and report."`
+	Check checkCmd `cmd:"" help:"Re-check a saved history (a run directory or a history.jsonl file) offline."`
+}
+
+// exitError carries an exit code up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func envErr(err error) error { return &exitError{code: exitEnvironment, err: err} }
+
+// io bundles where a command prints; tests substitute buffers.
+type stdio struct {
+	out, err io.Writer
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := realMain(ctx, os.Args[1:], stdio{out: os.Stdout, err: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+// realMain parses args, runs the command and returns the exit code.
+func realMain(ctx context.Context, args []string, std stdio) int {
+	var c cli
+	exited := -1
+	parser, err := kong.New(&c,
+		kong.Name("idembench"),
+		kong.Description("Idempotency-key engine harness: drive, inject faults, record, check."),
+		kong.UsageOnError(),
+		kong.Writers(std.out, std.err),
+		kong.Exit(func(code int) { exited = code; panic(exitPanic{}) }),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Bind(std),
+		kong.Vars{
+			"scenarios": strings.Join(scenarios.Names(), ", "),
+			"naive":     strings.Join(engineNames()[1:], ", "),
+		},
+	)
+	if err != nil {
+		fmt.Fprintln(std.err, "idembench:", err)
+		return exitUsage
+	}
+	kctx, err := parse(parser, args, &exited)
+	if exited >= 0 {
+		return exited
+	}
+	if err != nil {
+		fmt.Fprintln(std.err, "idembench:", err)
+		return exitUsage
+	}
+	err = kctx.Run()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.code != exitViolation && ee.code != exitInconclusive && ee.code != exitThreshold {
+			fmt.Fprintln(std.err, "idembench:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(std.err, "idembench:", err)
+	return exitUsage
+}
+
+// exitPanic unwinds kong's Exit (help, version) without leaving the process.
+type exitPanic struct{}
+
+func parse(parser *kong.Kong, args []string, exited *int) (kctx *kong.Context, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(exitPanic); !ok {
+				panic(r)
+			}
+		}
+	}()
+	return parser.Parse(args)
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/idembench/idembench/scenarios"
+	"github.com/idembench/idembench/workload"
+)
+
+// runCmd is `idembench run`.
+type runCmd struct {
+	Scenario      string        `help:"Built-in scenario name or path to a scenario YAML file (built-in: ${scenarios})." default:"default" placeholder:"NAME|FILE"`
+	Backend       string        `help:"Store backend: memory, redis or postgres." default:"memory" enum:"memory,redis,postgres"`
+	RedisURL      string        `help:"Redis URL for --backend redis." env:"IDEM_REDIS_URL" placeholder:"URL"`
+	PostgresURL   string        `help:"PostgreSQL URL for --backend postgres." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
+	Engine        string        `help:"Engine under test: idem (the reference engine) or a known-bad design: ${naive}." default:"idem" placeholder:"NAME"`
+	Sink          string        `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (Postgres transactional mode)." default:"fenced" enum:"plain,fenced,tx"`
+	Recovery      bool          `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
+	Duration      time.Duration `help:"Length of the traffic phase (default: the scenario's)."`
+	Clients       int           `help:"Concurrent clients, or workers in open loop (default: the scenario's)."`
+	Rate          float64       `help:"Open loop at this many requests per second; 0 is closed loop (default: the scenario's)." default:"-1"`
+	Seed          int64         `help:"Seed for the workload and the fault schedule; 0 picks a fresh one (printed)."`
+	Out           string        `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>)." placeholder:"DIR"`
+	NoSave        bool          `help:"Do not write the run directory." name:"no-save"`
+	CheckTimeout  time.Duration `help:"Budget of the linearizability check; when it runs out the verdict is inconclusive." default:"30s"`
+	MinThroughput float64       `help:"Exit 4 when the driver records fewer operations per second than this (0: no threshold)." placeholder:"OPS"`
+}
+
+func (c *runCmd) Run(ctx context.Context, std stdio) error {
+	sc, err := scenarios.Load(c.Scenario)
+	if err != nil {
+		return usageErr("--scenario: %v", err)
+	}
+	if !slices.Contains(engineNames(), c.Engine) {
+		return usageErr("--engine %q: want one of %v", c.Engine, engineNames())
+	}
+	if c.Duration < 0 || c.Clients < 0 {
+		return usageErr("--duration and --clients must not be negative")
+	}
+	seed := c.Seed
+	if seed == 0 {
+		seed = time.Now().UnixNano() & (1<<53 - 1)
+	}
+	out := c.Out
+	if out == "" && !c.NoSave {
+		out = filepath.Join("idembench-out", time.Now().Format("20060102-150405.000"))
+	}
+	if c.NoSave {
+		out = ""
+	}
+	sp := runSpec{
+		Scenario: sc, ScenarioArg: c.Scenario,
+		Backend: c.Backend, Engine: c.Engine, Sink: c.Sink, Recovery: c.Recovery,
+		Seed: seed, Duration: c.Duration, Clients: c.Clients, Rate: c.Rate,
+		Out: out, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
+		CheckTimeout: c.CheckTimeout,
+	}
+	fmt.Fprintf(std.out, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sc.Name, c.Backend, c.Engine, c.Sink, seed)
+	o, err := execute(ctx, sp)
+	if err != nil {
+		if errors.Is(err, workload.ErrUnsupported) {
+			return usageErr("%v", err)
+		}
+		return err
+	}
+	printRun(std.out, o)
+	code := verdictCode(o.Report.Verdict)
+	if code == exitOK && c.MinThroughput > 0 && o.Summary.OpsPerSec < c.MinThroughput {
+		fmt.Fprintf(std.out, "threshold missed: %.0f recorded ops/s < --min-throughput %.0f\n", o.Summary.OpsPerSec, c.MinThroughput)
+		code = exitThreshold
+	}
+	if code != exitOK {
+		return &exitError{code: code, err: fmt.Errorf("verdict %s", o.Report.Verdict)}
+	}
+	return nil
+}

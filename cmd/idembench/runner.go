@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/scenarios"
+	"github.com/idembench/idembench/workload"
+)
+
+// runSpec is one fully resolved run: what `idembench run` does, and what
+// tests call directly.
+type runSpec struct {
+	Scenario *scenarios.Scenario
+	// ScenarioArg is the --scenario value, for the replay command.
+	ScenarioArg string
+	Backend     string
+	Engine      string
+	Sink        string
+	Recovery    bool
+	Seed        int64
+	Duration    time.Duration // zero: the scenario's
+	Clients     int           // zero: the scenario's
+	Rate        float64       // negative: the scenario's
+	Out         string        // run directory; empty writes nothing
+	RedisURL    string
+	PostgresURL string
+	// CheckTimeout is the checker's linearizability budget.
+	CheckTimeout time.Duration
+}
+
+// runOutcome is what a run produced.
+type runOutcome struct {
+	History  *history.History
+	Report   checker.Report
+	Summary  workload.Summary
+	Ledger   workload.LedgerStats
+	Recovery bool // effective: requested and supported by the sink
+	Duration time.Duration
+	Clients  int
+	Dir      string
+	Replay   string
+}
+
+// execute runs sp: builds the store, sink and fault injector, drives the
+// workload, assembles and checks the history, and writes the run directory.
+func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
+	sc := sp.Scenario
+	sink, err := workload.NewSink(sp.Sink)
+	if err != nil {
+		return nil, usageErr("--sink: %v", err)
+	}
+	_, canRecover := sink.(workload.Recoverer)
+	recovery := sp.Recovery && canRecover
+
+	st, err := openStore(ctx, sp.Backend, sp.Engine, sp.RedisURL, sp.PostgresURL)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+
+	cfg := sc.Workload(sp.Duration)
+	cfg.Seed = sp.Seed
+	cfg.Store = st.store
+	cfg.StoreClock = st.clock
+	cfg.Sink = sink
+	cfg.Engine.Recovery = recovery
+	if sp.Clients > 0 {
+		cfg.Clients = sp.Clients
+	}
+	if sp.Rate >= 0 {
+		cfg.Rate = sp.Rate
+	}
+	if st.persistent {
+		cfg.Keys.Prefix = "r" + strconv.FormatInt(time.Now().UnixMilli(), 36) + "-" + strconv.FormatUint(uint64(sp.Seed), 36)
+	}
+	if cfg, err = workload.Check(cfg); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	inj, err := chaos.New(withNow(sc.ChaosConfig(sp.Seed, cfg.Duration)))
+	if err != nil {
+		return nil, usageErr("scenario %s: %v", sc.Name, err)
+	}
+	cfg.Faults = inj
+
+	hdr := history.Header{
+		Tool:     "idembench " + version,
+		Scenario: sc.Name,
+		Seed:     sp.Seed,
+		Backend:  describeBackend(sp.Backend, sp.Engine),
+		Engine:   engineLabel(sp.Engine, sp.Sink, recovery),
+		Start:    time.Now(),
+		LeaseTTL: cfg.Engine.LeaseTTL,
+		Options:  options(sp, cfg, recovery),
+	}
+	res, err := workload.Run(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, workload.ErrConfig) {
+			return nil, usageErr("%v", err)
+		}
+		return nil, err
+	}
+	h := assemble(hdr, res, inj)
+	out := &runOutcome{
+		History:  h,
+		Summary:  workload.Summarize(h.Ops, res),
+		Ledger:   res.Ledger.Stats(),
+		Recovery: recovery,
+		Duration: cfg.Duration,
+		Clients:  cfg.Clients,
+		Replay:   replayCommand(sp, cfg),
+	}
+	copts := checker.Options{Timeout: sp.CheckTimeout}
+	if sp.Out != "" {
+		copts.VisualizeDir = filepath.Join(sp.Out, "violations")
+	}
+	out.Report = checker.Check(h, copts)
+	if sp.Out != "" {
+		if err := writeRunDir(sp.Out, out); err != nil {
+			return out, envErr(err)
+		}
+		out.Dir = sp.Out
+	}
+	return out, nil
+}
+
+func withNow(c chaos.Config) chaos.Config {
+	c.Now = history.Now
+	return c
+}
+
+// assemble builds the run's history: the recorded calls and effects plus
+// the injected fault windows, sorted by call time, with effects resolved
+// against the ledger.
+func assemble(hdr history.Header, res *workload.Result, inj *chaos.Injector) *history.History {
+	h := res.Recorder.History(hdr)
+	for _, w := range inj.Windows() {
+		h.Ops = append(h.Ops, history.Op{
+			Kind:   history.KindFault,
+			Client: -1,
+			Worker: -1,
+			Key:    w.Key,
+			Token:  uint64(w.Token),
+			Call:   w.Start,
+			Return: w.End,
+			Label:  w.Label,
+		})
+	}
+	history.SortByCall(h.Ops)
+	h.ResolveEffects(func(op *history.Op) (bool, bool) { return res.Ledger.Lookup(op.Key, op.Exec) })
+	return h
+}
+
+func engineLabel(engine, sink string, recovery bool) string {
+	s := engine + " sink=" + sink
+	if recovery {
+		return s + " recovery=on"
+	}
+	return s + " recovery=off"
+}
+
+func options(sp runSpec, cfg workload.Config, recovery bool) map[string]string {
+	hb := "on"
+	switch {
+	case cfg.Engine.Heartbeat < 0:
+		hb = "off"
+	case cfg.Engine.Heartbeat > 0:
+		hb = cfg.Engine.Heartbeat.String()
+	}
+	m := map[string]string{
+		"sink":          sp.Sink,
+		"recovery":      strconv.FormatBool(recovery),
+		"heartbeat":     hb,
+		"conflict_wait": cfg.Engine.ConflictWait.String(),
+		"duration":      cfg.Duration.String(),
+		"clients":       strconv.Itoa(cfg.Clients),
+		"rate":          strconv.FormatFloat(cfg.Rate, 'g', -1, 64),
+		"scenario_src":  sp.Scenario.Source,
+	}
+	if sp.Recovery && !recovery {
+		m["recovery_note"] = "requested, but the " + sp.Sink + " sink cannot answer recovery lookups"
+	}
+	return m
+}
+
+// replayCommand returns the exact command line that repeats the run.
+func replayCommand(sp runSpec, cfg workload.Config) string {
+	args := []string{"idembench", "run",
+		"--scenario", shellQuote(sp.ScenarioArg),
+		"--backend", sp.Backend,
+		"--engine", sp.Engine,
+		"--sink", sp.Sink,
+	}
+	if sp.Recovery {
+		args = append(args, "--recovery")
+	} else {
+		args = append(args, "--no-recovery")
+	}
+	args = append(args,
+		"--seed", strconv.FormatInt(sp.Seed, 10),
+		"--duration", cfg.Duration.String(),
+		"--clients", strconv.Itoa(cfg.Clients),
+		"--rate", strconv.FormatFloat(cfg.Rate, 'g', -1, 64),
+	)
+	return strings.Join(args, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// runSummary is summary.json.
+type runSummary struct {
+	Verdict    checker.Verdict           `json:"verdict"`
+	ExitCode   int                       `json:"exit_code"`
+	Scenario   string                    `json:"scenario"`
+	Seed       int64                     `json:"seed"`
+	Backend    string                    `json:"backend"`
+	Engine     string                    `json:"engine"`
+	Replay     string                    `json:"replay"`
+	Summary    workload.Summary          `json:"summary"`
+	Ledger     workload.LedgerStats      `json:"ledger"`
+	Violations []checker.Violation       `json:"violations,omitempty"`
+	Invariants []checker.InvariantResult `json:"invariants"`
+	Notes      []string                  `json:"notes,omitempty"`
+	Check      checker.Stats             `json:"check"`
+}
+
+// writeRunDir writes history.jsonl and summary.json into dir (the checker
+// has written violations/*.html there already).
+func writeRunDir(dir string, out *runOutcome) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return err
+	}
+	if err := history.Encode(f, out.History); err != nil {
+		f.Close()
+		return fmt.Errorf("write history: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(dir, "summary.json"), summaryOf(out.History.Header, out.Report, out.Summary, out.Ledger, out.Replay))
+}
+
+func summaryOf(hdr history.Header, rep checker.Report, s workload.Summary, l workload.LedgerStats, replay string) runSummary {
+	return runSummary{
+		Verdict:    rep.Verdict,
+		ExitCode:   verdictCode(rep.Verdict),
+		Scenario:   hdr.Scenario,
+		Seed:       hdr.Seed,
+		Backend:    hdr.Backend,
+		Engine:     hdr.Engine,
+		Replay:     replay,
+		Summary:    s,
+		Ledger:     l,
+		Violations: rep.Violations,
+		Invariants: rep.Invariants,
+		Notes:      rep.Notes,
+		Check:      rep.Stats,
+	}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// verdictCode maps a verdict to its exit code.
+func verdictCode(v checker.Verdict) int {
+	switch v {
+	case checker.VerdictOK:
+		return exitOK
+	case checker.VerdictViolation:
+		return exitViolation
+	}
+	return exitInconclusive
+}

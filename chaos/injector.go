@@ -25,6 +25,10 @@ type Config struct {
 	// Now reads the run's timeline (nanoseconds) for the fault windows.
 	// Nil means a process-local monotonic clock.
 	Now func() int64
+	// Clock measures the time since Start against the fault windows and
+	// arming offsets. Nil means the system clock. Pauses always sleep in
+	// real time.
+	Clock idem.Clock
 }
 
 // Window is one injected fault as the history records it: a crash is an
@@ -43,6 +47,7 @@ type Window struct {
 type Injector struct {
 	faults []armedFault
 	now    func() int64
+	clock  idem.Clock
 	salt   uint64
 
 	started atomic.Bool
@@ -68,7 +73,10 @@ type armedFault struct {
 // faults are drawn here from cfg.Seed, so the same seed and schedule always
 // give the same offsets.
 func New(cfg Config) (*Injector, error) {
-	in := &Injector{now: cfg.Now, salt: uint64(cfg.Seed)}
+	in := &Injector{now: cfg.Now, clock: cfg.Clock, salt: uint64(cfg.Seed)}
+	if in.clock == nil {
+		in.clock = idem.SystemClock{}
+	}
 	if in.now == nil {
 		base := time.Now()
 		in.now = func() int64 { return int64(time.Since(base)) + 1 }
@@ -115,7 +123,7 @@ func (in *Injector) Start() {
 	if in.started.Load() {
 		return
 	}
-	in.t0 = time.Now()
+	in.t0 = in.clock.Now()
 	in.started.Store(true)
 }
 
@@ -137,7 +145,7 @@ func (in *Injector) hook(ctx context.Context, p idem.Point, l idem.Lease) error 
 	if !in.started.Load() || in.stopped.Load() {
 		return nil
 	}
-	elapsed := time.Since(in.t0)
+	elapsed := in.clock.Now().Sub(in.t0)
 	for i := range in.faults {
 		f := &in.faults[i]
 		if f.point != p || elapsed < f.Start || elapsed >= f.end || !in.fire(i, f, elapsed, &l) {

@@ -2,12 +2,16 @@ package workload_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/idembench/idembench/backends/memstore"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/workload"
 )
 
@@ -22,18 +26,226 @@ func mustSink(t *testing.T, name string) workload.Sink {
 	return s
 }
 
-func TestRunThroughputSmoke(t *testing.T) {
-	st := memstore.New(memstore.Options{SweepInterval: -1})
-	defer st.Close()
-	res, err := workload.Run(context.Background(), workload.Config{
-		Seed: 1, Duration: 2*time.Second, Clients: 64, Store: st, Sink: mustSink(t, "fenced"),
-		Engine: workload.Engine{LeaseTTL: time.Second, Recovery: true},
-	})
+func newStore(t *testing.T, clock idem.Clock) *memstore.Store {
+	t.Helper()
+	st := memstore.New(memstore.Options{Clock: clock, SweepInterval: -1})
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// crashFaults crashes the first n executions that reach point.
+type crashFaults struct {
+	point   idem.Point
+	left    atomic.Int64
+	stopped atomic.Bool
+}
+
+func crashes(p idem.Point, n int) *crashFaults {
+	c := &crashFaults{point: p}
+	c.left.Store(int64(n))
+	return c
+}
+
+func (c *crashFaults) Hook() idem.Hook {
+	return func(ctx context.Context, p idem.Point, l idem.Lease) error {
+		if p == c.point && !c.stopped.Load() && c.left.Add(-1) >= 0 {
+			return errors.New("test crash")
+		}
+		return nil
+	}
+}
+func (c *crashFaults) ForcedFailure(idem.Lease) error { return nil }
+func (c *crashFaults) Stop()                          { c.stopped.Store(true) }
+
+func run(t *testing.T, cfg workload.Config) (*workload.Result, []history.Op) {
+	t.Helper()
+	res, err := workload.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ops := res.Recorder.Ops()
+	h := &history.History{Ops: ops}
+	if err := h.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return res, ops
+}
+
+func count(ops []history.Op, f func(*history.Op) bool) int {
+	n := 0
+	for i := range ops {
+		if f(&ops[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCrashAfterEffect is the theory of the safety matrix in miniature:
+// a crash after the effect leads to a second effect unless the recovery
+// hook asks the fenced sink.
+func TestCrashAfterEffect(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		recovery bool
+		doubled  bool
+	}{
+		{"without recovery", false, true},
+		{"with recovery", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, ops := run(t, workload.Config{
+				Seed: 1, Duration: 300 * time.Millisecond, Clients: 4,
+				Store: newStore(t, nil), Sink: mustSink(t, workload.SinkFenced),
+				Engine: workload.Engine{LeaseTTL: 50 * time.Millisecond, Recovery: c.recovery},
+				Retry:  workload.Retry{MaxAttempts: 50, Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+				Faults: crashes(idem.PointAfterFn, 3),
+			})
+			st := res.Ledger.Stats()
+			if got := st.Doubled > 0; got != c.doubled {
+				t.Fatalf("ledger %+v: doubled=%t, want %t", st, got, c.doubled)
+			}
+			if n := count(ops, func(op *history.Op) bool { return op.Outcome == history.Unknown && op.Kind == history.KindCall }); n != 3 {
+				t.Fatalf("%d unknown calls, want the 3 crashed ones", n)
+			}
+		})
+	}
+}
+
+// TestProbeOnManualClock: a holder crashes before its effect and the
+// store's clock stands still, so retries see 409 until the probe advances
+// the clock by one lease TTL; the probe then takes the key over.
+func TestProbeOnManualClock(t *testing.T) {
+	clock := memstore.NewManualClock(time.Unix(1_700_000_000, 0))
+	res, ops := run(t, workload.Config{
+		Seed: 2, Duration: 50 * time.Millisecond, Clients: 1,
+		Store: newStore(t, clock), StoreClock: clock, Sink: mustSink(t, workload.SinkFenced),
+		Engine: workload.Engine{LeaseTTL: time.Hour},
+		Retry:  workload.Retry{MaxAttempts: 3, Backoff: time.Millisecond},
+		Faults: crashes(idem.PointBeforeFn, 1),
+	})
+	if res.Probed != 1 {
+		t.Fatalf("probed %d keys, want 1", res.Probed)
+	}
+	probes := count(ops, func(op *history.Op) bool { return op.Probe && op.Outcome == history.Executed })
+	if probes != 1 {
+		t.Fatalf("%d executed probes, want 1", probes)
+	}
+	if n := count(ops, func(op *history.Op) bool { return op.Outcome == history.InProgress }); n != 2 {
+		t.Fatalf("%d in-progress retries, want 2", n)
+	}
+}
+
+// TestEffectOutlivesClientTimeout: the client gives up on every call, the
+// business function still applies its effect (it does not know).
+func TestEffectOutlivesClientTimeout(t *testing.T) {
+	res, ops := run(t, workload.Config{
+		Seed: 3, Duration: 100 * time.Millisecond, Clients: 2,
+		Store: newStore(t, nil), Sink: mustSink(t, workload.SinkPlain),
+		Engine:   workload.Engine{LeaseTTL: time.Second},
+		Retry:    workload.Retry{Timeout: time.Millisecond},
+		Business: workload.Business{Latency: workload.Latency{Dist: "fixed", Mean: 20 * time.Millisecond}},
+		NoProbe:  true,
+	})
+	calls := count(ops, func(op *history.Op) bool { return op.Kind == history.KindCall })
+	unknown := count(ops, func(op *history.Op) bool { return op.Kind == history.KindCall && op.Outcome == history.Unknown && op.Return == history.NoReturn })
+	if calls == 0 || unknown != calls {
+		t.Fatalf("%d of %d calls unknown, want all", unknown, calls)
+	}
+	if st := res.Ledger.Stats(); st.Applied != calls {
+		t.Fatalf("%d effects applied for %d abandoned calls", st.Applied, calls)
+	}
+}
+
+func TestBusinessFailures(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		b       workload.Business
+		outcome history.Outcome
+	}{
+		{"retryable", workload.Business{RetryableRate: 1}, history.Released},
+		{"permanent", workload.Business{PermanentRate: 1}, history.Failed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, ops := run(t, workload.Config{
+				Seed: 4, Duration: 50 * time.Millisecond, Clients: 2,
+				Store: newStore(t, nil), Sink: mustSink(t, workload.SinkFenced),
+				Engine: workload.Engine{LeaseTTL: 100 * time.Millisecond}, Business: c.b,
+			})
+			calls := count(ops, func(op *history.Op) bool { return op.Kind == history.KindCall && !op.Probe })
+			if n := count(ops, func(op *history.Op) bool { return op.Outcome == c.outcome && !op.Probe }); n != calls || calls == 0 {
+				t.Fatalf("%d of %d calls %s", n, calls, c.outcome)
+			}
+			if st := res.Ledger.Stats(); st.Applied != 0 {
+				t.Fatalf("failed executions applied %d effects", st.Applied)
+			}
+		})
+	}
+}
+
+// TestOpenLoop: paced requests carry their intended send time, about
+// Rate*Duration of them are sent, and latency is measured from it.
+func TestOpenLoop(t *testing.T) {
+	res, ops := run(t, workload.Config{
+		Seed: 5, Duration: 300 * time.Millisecond, Clients: 4, Rate: 1000,
+		Store: newStore(t, nil), Sink: mustSink(t, workload.SinkFenced),
+		Engine: workload.Engine{LeaseTTL: time.Second},
+	})
+	if !res.Open || res.Deliveries < 250 || res.Deliveries > 301 {
+		t.Fatalf("open=%t deliveries %d, want about 300", res.Open, res.Deliveries)
+	}
+	for i := range ops {
+		if op := &ops[i]; op.Kind == history.KindCall && (op.Intended == 0 || op.Intended > op.Call+int64(time.Millisecond)) {
+			t.Fatalf("call without a plausible intended time: %+v", op)
+		}
+	}
 	s := workload.Summarize(ops, res)
-	t.Logf("%+v", s)
-	t.Logf("ledger %+v", res.Ledger.Stats())
+	if s.Latency.N != s.Calls || s.Latency.P50 <= 0 || s.OpsPerSec <= 0 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+func TestDuplicatesAndMismatches(t *testing.T) {
+	res, ops := run(t, workload.Config{
+		Seed: 6, Duration: 200 * time.Millisecond, Clients: 8,
+		Store: newStore(t, nil), Sink: mustSink(t, workload.SinkFenced),
+		Engine:   workload.Engine{LeaseTTL: time.Second},
+		Keys:     workload.Keys{Dist: "zipf", Space: 50, Concurrent: 2, MismatchRate: 0.1},
+		Retry:    workload.Retry{MaxAttempts: 20, Backoff: time.Millisecond},
+		Business: workload.Business{Latency: workload.Latency{Dist: "uniform", Min: 100 * time.Microsecond, Max: time.Millisecond}},
+	})
+	if st := res.Ledger.Stats(); st.Doubled != 0 || st.Keys > 50 {
+		t.Fatalf("ledger %+v", st)
+	}
+	for _, o := range []history.Outcome{history.Executed, history.Replayed, history.Mismatch} {
+		if count(ops, func(op *history.Op) bool { return op.Outcome == o }) == 0 {
+			t.Errorf("no %s call", o)
+		}
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	_, err := workload.Run(context.Background(), workload.Config{Duration: time.Second})
+	if !errors.Is(err, workload.ErrConfig) {
+		t.Fatalf("no store: %v", err)
+	}
+	_, err = workload.Run(context.Background(), workload.Config{
+		Duration: time.Second, Store: newStore(t, nil), Sink: mustSink(t, workload.SinkPlain),
+		Engine: workload.Engine{Recovery: true},
+	})
+	if !errors.Is(err, workload.ErrConfig) {
+		t.Fatalf("recovery on plain sink: %v", err)
+	}
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := workload.Run(ctx, workload.Config{
+		Duration: time.Hour, Store: newStore(t, nil), Sink: mustSink(t, workload.SinkPlain),
+	})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("err %v after %s", err, time.Since(start))
+	}
 }

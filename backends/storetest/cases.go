@@ -19,6 +19,7 @@ func cases() []testCase {
 		{"FailStoresResponseForReplay", failReplay},
 		{"ReleaseMakesKeyAbsentAndRetryable", releaseAbsent},
 		{"ConcurrentAcquireGrantsExactlyOneLease", raceOneWinner},
+		{"ConcurrentTakeOverGrantsExactlyOneLease", raceOneTakeOver},
 		{"TakeOverOnlyAfterExpiryWithHigherToken", takeOverAfterExpiry},
 		{"TakeOverRefusedForDifferentFingerprint", takeOverOtherFingerprint},
 		{"StaleTokenWritesAreFencedOff", staleTokenFenced},
@@ -101,12 +102,45 @@ func releaseAbsent(t *testing.T, s *suite, st idem.Store, key string) {
 
 func raceOneWinner(t *testing.T, s *suite, st idem.Store, key string) {
 	const n = 32
+	leases, records := raceAcquire(t, st, key, n)
+	if len(leases) != 1 || len(records) != n-1 {
+		t.Fatalf("%d racing Acquires gave %d leases and %d records, want 1 and %d", n, len(leases), len(records), n-1)
+	}
+}
+
+// raceOneTakeOver is raceOneWinner on an expired lease: the take-over must be
+// as atomic as the first claim. A store that inserts atomically but takes
+// over in two steps (read the expired record, then overwrite it) passes
+// every other case and lets concurrent retries of a crashed request all run.
+func raceOneTakeOver(t *testing.T, s *suite, st idem.Store, key string) {
+	const n = 32
+	old := mustAcquire(t, st, key, fp("a"), s.ttl)
+	s.wait(s.pastTTL())
+	leases, records := raceAcquire(t, st, key, n)
+	if len(leases) != 1 || len(records) != n-1 {
+		t.Fatalf("%d racing take-overs gave %d leases and %d records, want 1 and %d", n, len(leases), len(records), n-1)
+	}
+	l := leases[0]
+	if l.Token <= old.Token || l.PrevToken != old.Token {
+		t.Fatalf("take-over lease = %+v, want token > %d and PrevToken %d", l, old.Token, old.Token)
+	}
+	for _, rec := range records {
+		if rec.Status != idem.StatusInProgress || rec.Token != l.Token {
+			t.Fatalf("losing Acquire saw record %+v, want in progress with the winner's token %d", rec, l.Token)
+		}
+	}
+	if rec := mustGet(t, st, key); rec.Token != l.Token {
+		t.Fatalf("stored token %d, want the winner's %d", rec.Token, l.Token)
+	}
+}
+
+// raceAcquire starts n Acquires of key at once and returns what they got.
+func raceAcquire(t *testing.T, st idem.Store, key string, n int) (leases []*idem.Lease, records []*idem.Record) {
+	t.Helper()
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		leases  int
-		records int
-		start   = make(chan struct{})
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		start = make(chan struct{})
 	)
 	for range n {
 		wg.Add(1)
@@ -120,17 +154,15 @@ func raceOneWinner(t *testing.T, s *suite, st idem.Store, key string) {
 			case err != nil:
 				t.Errorf("Acquire: %v", err)
 			case l != nil:
-				leases++
+				leases = append(leases, l)
 			case rec != nil:
-				records++
+				records = append(records, rec)
 			}
 		}()
 	}
 	close(start)
 	wg.Wait()
-	if leases != 1 || records != n-1 {
-		t.Fatalf("%d racing Acquires gave %d leases and %d records, want 1 and %d", n, leases, records, n-1)
-	}
+	return leases, records
 }
 
 func takeOverAfterExpiry(t *testing.T, s *suite, st idem.Store, key string) {

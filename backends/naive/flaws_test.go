@@ -275,15 +275,10 @@ func crashHolder(t *testing.T, st idem.Store, clock *memstore.ManualClock) (bool
 	return errors.Is(err2, idem.ErrInProgress), fmt.Sprintf("retry one TTL after the crash: %v; a year later: %v", err, err2)
 }
 
-// beatSpy passes calls to a store and signals every Heartbeat.
-//
-// Before the first Heartbeat reaches the store it waits for ready, closed by
-// the function under the lease. That orders the engine's heartbeat after
-// idem's startExecution, which assigns execution.timer after
-// time.AfterFunc has returned and without execution.mu, while beat reads it
-// under the mutex: a data race in idem (and a nil dereference if the first
-// beat fires before the assignment) that the race detector reports here
-// otherwise. Remove the wait once idem assigns the timer under the mutex.
+// beatSpy passes calls to a store and signals every Heartbeat. Before the
+// first Heartbeat reaches the store it waits for ready, closed by the function
+// under the lease, so every counted heartbeat renews a lease whose function is
+// running.
 type beatSpy struct {
 	idem.Store
 	ready <-chan struct{}

@@ -54,9 +54,11 @@ func acquireAbsent(t *testing.T, s *suite, st idem.Store, key string) {
 
 func acquireLive(t *testing.T, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), long)
-	rec := mustRecord(t, st, key, fp("a"), long)
-	if rec.Status != idem.StatusInProgress || rec.Token != l.Token {
-		t.Fatalf("record = %+v, want in progress with the holder's token %d", rec, l.Token)
+	for _, f := range []string{"a", "b"} {
+		rec := mustRecord(t, st, key, fp(f), long)
+		if rec.Status != idem.StatusInProgress || rec.Token != l.Token || rec.Fingerprint != fp("a") {
+			t.Fatalf("Acquire with fingerprint %q: record = %+v, want in progress with the holder's token %d and fingerprint", f, rec, l.Token)
+		}
 	}
 }
 
@@ -239,6 +241,14 @@ func fencedAfterCompletion(t *testing.T, s *suite, st idem.Store, key string) {
 func expiredStillOwned(t *testing.T, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
+	// A heartbeat after expiry renews the lease: nobody took it over.
+	if err := st.Heartbeat(bg(), l, long); err != nil {
+		t.Fatalf("Heartbeat after expiry without take-over: %v", err)
+	}
+	if rec := mustRecord(t, st, key, fp("a"), long); rec.Token != l.Token {
+		t.Fatalf("after renewal: record token %d, want %d (lease renewed, no take-over)", rec.Token, l.Token)
+	}
+	s.wait(s.ttl / 2)
 	if err := st.Complete(bg(), l, sampleResponse("late"), long); err != nil {
 		t.Fatalf("Complete after expiry without take-over: %v", err)
 	}

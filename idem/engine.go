@@ -38,6 +38,7 @@ type Engine struct {
 	store  Store
 	waiter Waiter // nil when the store cannot wait
 	cfg    config
+	beats  heartbeats
 }
 
 // New returns an Engine on store. It panics if store is nil.
@@ -52,6 +53,8 @@ func New(store Store, opts ...Option) *Engine {
 	if e.cfg.heartbeat == 0 {
 		e.cfg.heartbeat = e.cfg.leaseTTL / 3
 	}
+	e.beats.e = e
+	e.beats.tick = max(e.cfg.heartbeat/ticksPerBeat, time.Millisecond)
 	if e.cfg.finishTime <= 0 {
 		e.cfg.finishTime = e.cfg.leaseTTL
 	}
@@ -156,8 +159,12 @@ func (e *Engine) wait(ctx context.Context, key string, d time.Duration) error {
 }
 
 // finishCtx is the context of the store calls that record an outcome: they
-// survive the caller's cancellation, bounded by the finish timeout.
+// survive the caller's cancellation, bounded by the finish timeout. A caller
+// context that can never be cancelled is used as it is.
 func (e *Engine) finishCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Done() == nil {
+		return ctx, func() {}
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.finishTime)
 }
 

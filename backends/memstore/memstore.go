@@ -66,16 +66,21 @@ type shard struct {
 	_       [40]byte // keep shards on separate cache lines
 }
 
-// entry is a stored record. It is replaced, never mutated, once published
-// to a reader: readers get copies under the shard lock.
+// entry is a stored record, read and written only under its shard's lock.
+// An in-progress entry is updated in place by Heartbeat and by its
+// completion; a completed or failed entry is never modified again, since
+// readers keep a pointer to its response. The lease handed out by Acquire
+// shares the entry's allocation and belongs to the caller.
 type entry struct {
 	status    idem.Status
 	fp        idem.Fingerprint
 	token     idem.Token
 	leaseExp  time.Time
 	expires   time.Time
-	resp      *idem.Response
-	corrupted bool // set only by tests, to exercise ErrCorruptRecord
+	hasResp   bool
+	resp      idem.Response
+	lease     idem.Lease // the caller's copy, returned by Acquire
+	corrupted bool       // set only by tests, to exercise ErrCorruptRecord
 }
 
 // New returns a Store and starts its sweeper unless disabled.
@@ -143,9 +148,12 @@ func (sh *shard) live(key string, now time.Time) *entry {
 }
 
 func (e *entry) record(key string) (*idem.Record, error) {
-	r := &idem.Record{Key: key, Status: e.status, Fingerprint: e.fp, Token: e.token, Response: e.resp, ExpiresAt: e.expires}
+	r := &idem.Record{Key: key, Status: e.status, Fingerprint: e.fp, Token: e.token, ExpiresAt: e.expires}
 	if e.status == idem.StatusInProgress {
 		r.LeaseExpiry = e.leaseExp
+	}
+	if e.hasResp {
+		r.Response = &e.resp
 	}
 	if e.corrupted {
 		r.Token = 0
@@ -177,12 +185,15 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 		}
 		prev = e.token
 	}
-	l := &idem.Lease{Key: key, Token: idem.Token(s.tokens.Add(1)), Fingerprint: fp, PrevToken: prev, Expiry: now.Add(leaseTTL)}
-	sh.entries[key] = &entry{status: idem.StatusInProgress, fp: fp, token: l.Token, leaseExp: l.Expiry, expires: l.Expiry.Add(s.grace)}
+	tok := idem.Token(s.tokens.Add(1))
+	exp := now.Add(leaseTTL)
+	n := &entry{status: idem.StatusInProgress, fp: fp, token: tok, leaseExp: exp, expires: exp.Add(s.grace),
+		lease: idem.Lease{Key: key, Token: tok, Fingerprint: fp, PrevToken: prev, Expiry: exp}}
+	sh.entries[key] = n
 	if prev != 0 {
 		sh.notify(key)
 	}
-	return l, nil, nil
+	return &n.lease, nil, nil
 }
 
 // owned returns the entry of key if it is in progress with l's token.
@@ -213,7 +224,7 @@ func (s *Store) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Dura
 		return err
 	}
 	exp := now.Add(leaseTTL)
-	sh.entries[l.Key] = &entry{status: e.status, fp: e.fp, token: e.token, leaseExp: exp, expires: exp.Add(s.grace)}
+	e.leaseExp, e.expires = exp, exp.Add(s.grace)
 	l.Expiry = exp
 	return nil
 }
@@ -240,7 +251,8 @@ func (s *Store) finish(ctx context.Context, l *idem.Lease, st idem.Status, resp 
 	if err != nil {
 		return err
 	}
-	sh.entries[l.Key] = &entry{status: st, fp: e.fp, token: e.token, expires: now.Add(retention), resp: &resp}
+	e.status, e.expires, e.leaseExp = st, now.Add(retention), time.Time{}
+	e.hasResp, e.resp = true, resp
 	sh.notify(l.Key)
 	return nil
 }

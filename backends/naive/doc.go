@@ -25,11 +25,13 @@
 //	no-heartbeat       NoHeartbeat       Heartbeat is a no-op: a slow but healthy         slow-handler, I1
 //	                                     execution is taken over
 //
-// The storetest cases each design fails first (the suite reports more):
-// check-then-act and cache-on-success ConcurrentAcquireGrantsExactlyOneLease;
-// unfenced-takeover and delete-on-error StaleTokenWritesAreFencedOff (Complete
-// and Fail, resp. Release); no-expiry TakeOverOnlyAfterExpiryWithHigherToken;
-// no-heartbeat HeartbeatExtendsLease.
+// In backends/storetest, the case that shows each flaw is
+// ConcurrentAcquireGrantsExactlyOneLease for check-then-act and
+// cache-on-success, StaleTokenWritesAreFencedOff for unfenced-takeover (its
+// stale Complete and Fail) and delete-on-error (its stale Release),
+// TakeOverOnlyAfterExpiryWithHigherToken for no-expiry and
+// HeartbeatExtendsLease for no-heartbeat. A design may fail a few more cases
+// as a consequence of the same flaw; the package tests pin down which.
 //
 // New builds a design by the name the harness uses (Names lists them); the
 // New… constructors take Options for the rest. The stores take an idem.Clock

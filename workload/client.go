@@ -19,6 +19,7 @@ type client struct {
 	rng     *rand.Rand // per-call draws: latency, failure, jitter
 	calls   int64      // numbers the executions this client starts
 	pending map[string]struct{}
+	last    string // key of the last delivery, probed as a sample
 	timer   *time.Timer
 }
 
@@ -32,18 +33,28 @@ func (d *driver) newClient(id int) *client {
 }
 
 // deliver sends one delivery until it gets a final answer, runs out of
-// attempts, or the drain deadline passes.
+// attempts, or the drain deadline passes. A delivery that ends without a
+// final answer, or that saw an unknown or lease_lost call on the way,
+// marks its key for the liveness probe.
 func (c *client) deliver(ctx context.Context, dl delivery) {
 	c.d.deliveries.Add(1)
 	fp, fpID := fingerprint(dl.key, dl.mismatch)
 	r := &c.d.cfg.Retry
+	c.last = dl.key
 	for n := 1; ; n++ {
 		o := c.call(ctx, dl, fp, fpID, n)
 		if final(o) {
 			return
 		}
-		c.pending[dl.key] = struct{}{}
+		if o == history.Unknown || o == history.LeaseLost {
+			// A crash, a timeout or a lost lease: the key is one a
+			// broken store could leave stuck.
+			c.pending[dl.key] = struct{}{}
+		}
 		if n >= r.MaxAttempts || ctx.Err() != nil || c.d.pastDrain() {
+			// The delivery ends without an answer: the liveness probe
+			// must find its key usable.
+			c.pending[dl.key] = struct{}{}
 			return
 		}
 		c.sleep(ctx, c.backoff(n))

@@ -18,9 +18,12 @@
 //     calls abandoned by a client timeout run to their end. Faults are then
 //     stopped (Config.Faults.Stop).
 //  3. Liveness probe (invariant I6): after one lease TTL on the store's
-//     clock, every key that ever saw a non-final outcome (unknown,
-//     in_progress, released, lease_lost, error) is called once more with its
-//     original fingerprint; the call is recorded with Probe set.
+//     clock, these keys are called once more with their original
+//     fingerprint, recorded with Probe set: every key with a delivery that
+//     ended without a final answer (executed, replayed, failed or mismatch)
+//     once its attempts ran out, every key that saw an unknown or
+//     lease_lost call (crashes, timeouts, lost leases), and each client's
+//     last key as a sample, so that I6 is always checked.
 //
 // # Requests and keys
 //

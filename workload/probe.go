@@ -15,9 +15,9 @@ const probeWorkers = 32
 // advancer is a manual clock (memstore.ManualClock).
 type advancer interface{ Advance(time.Duration) }
 
-// probe waits one lease TTL on the store's clock, then calls every key that
-// saw a non-final outcome once, with the key's original fingerprint, and
-// records the calls with Probe set. Probes neither fail nor sleep in the
+// probe waits one lease TTL on the store's clock, then calls every key
+// marked for it (see the package doc) once, with the key's original
+// fingerprint, and records the calls with Probe set. Probes neither fail nor sleep in the
 // business function and are never retried. It returns the number of keys
 // probed.
 func (d *driver) probe(ctx context.Context) (int, error) {

@@ -53,7 +53,7 @@ type driver struct {
 	late       atomic.Int64
 
 	mu      sync.Mutex
-	pending map[string]struct{} // keys that saw a non-final outcome
+	pending map[string]struct{} // keys for the liveness probe
 }
 
 // Run drives one run (traffic, drain, liveness probe; see the package doc)
@@ -153,7 +153,7 @@ func (d *driver) closedLoop(ctx context.Context) {
 			for !d.stopped.Load() && ctx.Err() == nil {
 				c.deliver(ctx, src.next())
 			}
-			d.mergePending(c.pending)
+			d.mergePending(c)
 		})
 	}
 	wg.Wait()
@@ -172,7 +172,7 @@ func (d *driver) openLoop(ctx context.Context, tl0 int64) {
 				}
 				c.deliver(ctx, dl)
 			}
-			d.mergePending(c.pending)
+			d.mergePending(c)
 		})
 	}
 	d.pace(ctx, jobs, tl0)
@@ -229,10 +229,16 @@ func send(ctx context.Context, jobs chan<- delivery, dl delivery) bool {
 	}
 }
 
-func (d *driver) mergePending(p map[string]struct{}) {
+// mergePending adds a client's keys for the liveness probe, and its last
+// key as a sample, so that I6 is checked even when every delivery was
+// answered.
+func (d *driver) mergePending(c *client) {
 	d.mu.Lock()
-	for k := range p {
+	for k := range c.pending {
 		d.pending[k] = struct{}{}
+	}
+	if c.last != "" {
+		d.pending[c.last] = struct{}{}
 	}
 	d.mu.Unlock()
 }

@@ -106,6 +106,7 @@ func Check(h *history.History, opts Options) Report {
 	var wg sync.WaitGroup
 	for range min(opts.Workers, max(len(p.keys), 1)) {
 		wg.Go(func() {
+			var sc scratch
 			for {
 				k := int(next.Add(1) - 1)
 				if k >= len(p.keys) {
@@ -115,7 +116,7 @@ func Check(h *history.History, opts Options) Report {
 				r := &results[k]
 				f := checkLedger(ops, p.keys[k], g, r)
 				t0 := time.Now()
-				r.lin, r.searched = linearize(ops, g, f, deadline)
+				r.lin, r.searched = linearize(ops, g, f, deadline, &sc)
 				linTime.Add(int64(time.Since(t0)))
 				if r.lin == linImplied {
 					r.add(ops, I4Linearizable, p.keys[k], "not linearizable: "+f.impliedWhy, g)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idembench/idembench/history"
 )
 
 // heapSampler records the peak of live heap objects while it runs.
@@ -48,11 +50,27 @@ func (s *heapSampler) Stop() uint64 {
 // BenchmarkCheck1M checks a legal 1,000,000-op history over 100,000 keys
 // (executions, effects, in_progress duplicates, replays, mismatches,
 // unknown outcomes). Targets on a 2-core machine: at most 5 s per check and
-// at most 1 GiB peak heap, history included. Run with:
+// at most 1 GiB peak heap, history included. The "porcupine" variant turns
+// off the greedy witness so that every key that is not totally ordered goes
+// through Porcupine. Run with:
 //
 //	go test -run '^$' -bench Check1M -benchtime 3x ./checker/
 func BenchmarkCheck1M(b *testing.B) {
 	h := genHistory(1, genOptions{ops: 1_000_000, keys: 100_000, unknownPct: 0.1})
+	for _, witness := range []bool{true, false} {
+		name := "witness"
+		if !witness {
+			name = "porcupine"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer func(old bool) { useWitness = old }(useWitness)
+			useWitness = witness
+			benchCheck(b, h)
+		})
+	}
+}
+
+func benchCheck(b *testing.B, h *history.History) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -41,7 +41,8 @@ func hotKeyHistory(n int, seed uint64) *history.History {
 // legal one passes or is inconclusive (never a violation); the one with an
 // illegal in_progress at the end, which forces Porcupine to explore the
 // ways the unknown calls may have committed, is a violation or
-// inconclusive (never ok). Neither may hang.
+// inconclusive (never ok), bounded by time or by search memory. None may
+// hang.
 func TestHotKeyFinishesWithinTimeout(t *testing.T) {
 	legal := hotKeyHistory(10_000, 1)
 	illegal := hotKeyHistory(10_000, 1)
@@ -49,18 +50,20 @@ func TestHotKeyFinishesWithinTimeout(t *testing.T) {
 	illegal.Ops = append(illegal.Ops, history.Op{Kind: history.KindCall, Client: 99, Key: "hot", FP: "f",
 		Call: end, Return: end + 10, Outcome: history.InProgress})
 	tests := []struct {
-		name  string
-		h     *history.History
-		allow []Verdict
+		name   string
+		h      *history.History
+		memory int64
+		allow  []Verdict
 	}{
-		{"legal", legal, []Verdict{VerdictOK, VerdictInconclusive}},
-		{"illegal tail", illegal, []Verdict{VerdictViolation, VerdictInconclusive}},
+		{"legal", legal, 0, []Verdict{VerdictOK, VerdictInconclusive}},
+		{"illegal tail, time bound", illegal, -1, []Verdict{VerdictViolation, VerdictInconclusive}},
+		{"illegal tail, memory bound", illegal, 16 << 20, []Verdict{VerdictViolation, VerdictInconclusive}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			const budget = 2 * time.Second
 			start := time.Now()
-			rep := Check(tt.h, Options{Timeout: budget})
+			rep := Check(tt.h, Options{Timeout: budget, SearchMemory: tt.memory})
 			elapsed := time.Since(start)
 			t.Logf("verdict %s in %v (lin %v), %d unknown calls", rep.Verdict, elapsed,
 				rep.Stats.LinearizabilityDuration, rep.Stats.UnknownCalls)

@@ -122,8 +122,9 @@ func (m rowMapper) row(op *history.Op) int {
 }
 
 // fileName turns a key into a safe file name: characters outside
-// [A-Za-z0-9._-] become '_', long keys are cut, and when anything changed a
-// hash of the real key is appended so that distinct keys never collide.
+// [A-Za-z0-9._-] and a leading dot become '_', long keys are cut, and when
+// anything changed a hash of the real key is appended so that distinct keys
+// never collide.
 func fileName(key string) string {
 	var b strings.Builder
 	for _, c := range []byte(key) {
@@ -137,7 +138,10 @@ func fileName(key string) string {
 	if len(s) > 100 {
 		s = s[:100]
 	}
-	if s != key || s == "" || s[0] == '.' {
+	if s != "" && s[0] == '.' {
+		s = "_" + s[1:] // no hidden files
+	}
+	if s != key || s == "" {
 		h := fnv.New32a()
 		h.Write([]byte(key))
 		s = fmt.Sprintf("%s-%08x", s, h.Sum32())

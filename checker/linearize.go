@@ -24,9 +24,9 @@ const (
 	linUnchecked           // nothing to check (no ops left after filtering)
 )
 
-// modelOps appends to out (reusing its memory) the ops of one key that can change the model's verdict,
-// as porcupine operations. Left out, because no linearization can depend on
-// them: calls that released, lost their lease or failed locally, effects the
+// modelOps appends to out (reusing its memory) the ops of one key that can
+// change the model's verdict, as porcupine operations. Left out, because no
+// linearization can depend on them: calls that released, lost their lease or failed locally, effects the
 // sink rejected, Unknown calls when some call committed (only one commit is
 // legal, so they must have done nothing), and unresolved effects when an
 // effect is known to be applied (a second one would be illegal anyway).

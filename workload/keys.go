@@ -2,6 +2,7 @@ package workload
 
 import (
 	"container/heap"
+	"encoding/hex"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -29,7 +30,7 @@ func fingerprint(key string, mismatch bool) (idem.Fingerprint, string) {
 		body = "other"
 	}
 	fp := idem.FingerprintString(key, body)
-	return fp, fp.String()[:16]
+	return fp, hex.EncodeToString(fp[:8])
 }
 
 // source generates the deliveries of one client (or of the open-loop

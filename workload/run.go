@@ -114,7 +114,8 @@ func (d *driver) stopTraffic() {
 	d.stopped.Store(true)
 }
 
-// draining reports whether the drain deadline has passed.
+// pastDrain reports whether traffic is over and the drain deadline has
+// passed: no more retries are scheduled.
 func (d *driver) pastDrain() bool {
 	return d.stopped.Load() && time.Now().UnixNano() > d.drainUntil.Load()
 }

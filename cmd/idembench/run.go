@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/idembench/idembench/scenarios"
-	"github.com/idembench/idembench/workload"
 )
 
 // runCmd is `idembench run`.
@@ -63,9 +61,6 @@ func (c *runCmd) Run(ctx context.Context, std stdio) error {
 	fmt.Fprintf(std.out, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sc.Name, c.Backend, c.Engine, c.Sink, seed)
 	o, err := execute(ctx, sp)
 	if err != nil {
-		if errors.Is(err, workload.ErrUnsupported) {
-			return usageErr("%v", err)
-		}
 		return err
 	}
 	printRun(std.out, o)

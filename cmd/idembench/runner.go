@@ -127,7 +127,7 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 	out.Report = checker.Check(h, copts)
 	if sp.Out != "" {
 		if err := writeRunDir(sp.Out, out); err != nil {
-			return out, envErr(err)
+			return out, usageErr("--out: %v", err)
 		}
 		out.Dir = sp.Out
 	}

@@ -17,16 +17,17 @@ import (
 const maxPrinted = 8
 
 func printRun(w io.Writer, o *runOutcome) {
+	hd := &o.History.Header
 	rec := "off"
 	if o.Recovery {
 		rec = "on"
 	}
 	loop := "closed loop"
-	if r := o.History.Header.Options["rate"]; r != "" && r != "0" {
+	if r := hd.Options["rate"]; r != "" && r != "0" {
 		loop = "open loop at " + r + " req/s"
 	}
-	fmt.Fprintf(w, "engine: %s · recovery %s · lease TTL %s · %s traffic · %d clients, %s\n",
-		o.History.Header.Engine, rec, o.History.Header.LeaseTTL, o.Duration, o.Clients, loop)
+	fmt.Fprintf(w, "config: recovery %s · heartbeat %s · lease TTL %s · %s traffic · %d clients, %s\n",
+		rec, hd.Options["heartbeat"], hd.LeaseTTL, o.Duration, o.Clients, loop)
 	if note := o.History.Header.Options["recovery_note"]; note != "" {
 		fmt.Fprintf(w, "note: recovery %s\n", note)
 	}

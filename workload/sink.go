@@ -132,12 +132,12 @@ func (en *ledgerEntry) applied() []Effect {
 
 // LedgerStats summarises a Ledger.
 type LedgerStats struct {
-	Keys     int // keys with at least one effect attempt
-	Applied  int // effects applied
-	Rejected int // effects rejected by fencing
+	Keys     int `json:"keys"`     // keys with at least one effect attempt
+	Applied  int `json:"applied"`  // effects applied
+	Rejected int `json:"rejected"` // effects rejected by fencing
 	// Doubled counts keys with more than one applied effect: each is an
 	// at-most-once (I1) violation, whatever the checker says.
-	Doubled int
+	Doubled int `json:"doubled"`
 }
 
 // NewLedger returns an empty Ledger.

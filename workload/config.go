@@ -155,6 +155,8 @@ type Engine struct {
 
 // Faults is an in-process fault injector (chaos.Injector implements it).
 type Faults interface {
+	// Start is called when traffic starts; fault windows count from here.
+	Start()
 	// Hook returns the engine fault hook, or nil.
 	Hook() idem.Hook
 	// ForcedFailure returns a non-nil error when the execution of l must

@@ -72,8 +72,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	d.eng = idem.New(cfg.Store, d.engineOptions()...)
 	res := &Result{Recorder: d.rec, Ledger: cfg.Sink.Ledger(), Start: time.Now(), Open: cfg.Rate > 0, Recovery: cfg.Engine.Recovery}
 
-	if s, ok := d.faults.(interface{ Start() }); ok {
-		s.Start()
+	if d.faults != nil {
+		d.faults.Start()
 	}
 	res.TrafficStart = d.now()
 	timer := time.AfterFunc(cfg.Duration, d.stopTraffic)

@@ -59,6 +59,7 @@ func (c *crashFaults) Hook() idem.Hook {
 		return nil
 	}
 }
+func (c *crashFaults) Start()                         {}
 func (c *crashFaults) ForcedFailure(idem.Lease) error { return nil }
 func (c *crashFaults) Stop()                          { c.stopped.Store(true) }
 

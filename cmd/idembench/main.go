@@ -1,15 +1,29 @@
 // Command idembench drives an idempotency engine with concurrent clients and
-// faults, records what happened, and proves or refutes "no double
-// execution".
+// faults, records what every client saw and every side effect that happened,
+// and proves or refutes "no double execution" (invariants I1-I6 of
+// VERIFICATION.md).
 //
-//	idembench run                      # memory backend, scenario default, ~10 s
-//	idembench run --scenario gc-pause --sink plain
+//	idembench run                                   # memory backend, scenario default, ~10 s
+//	idembench run --scenario gc-pause --sink plain  # the theory's unsafe cell: caught (exit 1)
+//	idembench run --scenario crash-after-effect --no-recovery
 //	idembench run --engine naive/check-then-act --scenario duplicates
-//	idembench check idembench-out/20260101-120000
+//	idembench run --scenario ./my-scenario.yaml --duration 30s --clients 64 --seed 7
+//	idembench check idembench-out/20260101-120000.000   # re-check a saved run offline
+//
+// run prints the verdict, the calls per outcome, throughput (recorded
+// operations per second), latency p50/p90/p99/p99.9/max, the seed and the
+// exact command that replays the run, and writes the run directory
+// (history.jsonl, summary.json, violations/*.html for keys that fail I4)
+// under --out, by default ./idembench-out/<timestamp>. The defaults are the
+// safe configuration: --engine idem --sink fenced --recovery.
+//
+// Built-in scenarios (scenarios package; --scenario also takes a YAML path):
+// default, duplicates, retry-storm, slow-handler, gc-pause,
+// crash-after-effect, crash-holder, pause-then-fail, throughput.
 //
 // Exit codes: 0 pass · 1 safety violation · 2 usage or configuration error ·
-// 3 inconclusive · 4 threshold missed · 5 environment error (backend
-// unreachable).
+// 3 inconclusive (checker budget ran out) · 4 threshold missed
+// (--min-throughput) · 5 environment error (backend unreachable).
 package main
 
 import (

@@ -18,8 +18,8 @@ func ExampleBuiltin() {
 		fmt.Println(f.Kind, f.Point, f.Duration, "x", f.Count)
 	}
 	// Output:
-	// gc-pause 4s lease 200ms
-	// pause before-fn 800ms x 6
+	// gc-pause 4s lease 300ms
+	// pause before-fn 1.2s x 6
 }
 
 // An unknown field is an error that names the field and its line.

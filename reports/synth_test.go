@@ -18,6 +18,8 @@ type synthSpec struct {
 	// faults are windows [start, end) in seconds since the first call;
 	// calls that overlap one are slower and fail more.
 	faults [][2]float64
+	// scale multiplies every latency; 0 means 1.
+	scale float64
 }
 
 const synthBase = int64(1_000_000_000_000) // timeline ns of the first intended send
@@ -54,6 +56,9 @@ func synthHistory(sp synthSpec) *history.History {
 		}
 		if r.IntN(2000) == 0 {
 			lat *= 20 // rare slow call
+		}
+		if sp.scale > 0 {
+			lat *= sp.scale
 		}
 		// Keys get 4 attempts 2 s apart (blocks of 4 × keySpread calls), so
 		// the history is linearizable: the first attempt executes, the others

@@ -44,7 +44,18 @@ type Options struct {
 	// Workers is the number of keys checked in parallel; zero means
 	// GOMAXPROCS.
 	Workers int
+	// SearchMemory bounds, in bytes, the memory one key's Porcupine search
+	// may use for its cache; a search that reaches it is inconclusive, like
+	// a timeout. The use is estimated from the number of legal steps, an
+	// upper bound that is typically several times the real use. Zero means
+	// DefaultSearchMemory; a negative value means no bound. Up to Workers
+	// searches run at once.
+	SearchMemory int64
 }
+
+// DefaultSearchMemory is the per-key search memory bound used when
+// Options.SearchMemory is zero.
+const DefaultSearchMemory = 512 << 20
 
 func (o Options) withDefaults() Options {
 	if o.Timeout == 0 {
@@ -61,6 +72,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.SearchMemory == 0 {
+		o.SearchMemory = DefaultSearchMemory
 	}
 	return o
 }
@@ -106,6 +120,7 @@ func Check(h *history.History, opts Options) Report {
 	var wg sync.WaitGroup
 	for range min(opts.Workers, max(len(p.keys), 1)) {
 		wg.Go(func() {
+			var sc scratch
 			for {
 				k := int(next.Add(1) - 1)
 				if k >= len(p.keys) {
@@ -115,14 +130,15 @@ func Check(h *history.History, opts Options) Report {
 				r := &results[k]
 				f := checkLedger(ops, p.keys[k], g, r)
 				t0 := time.Now()
-				r.lin, r.searched = linearize(ops, g, f, deadline)
+				r.lin, r.searched = linearize(ops, g, f, deadline, opts.SearchMemory, &sc)
 				linTime.Add(int64(time.Since(t0)))
 				if r.lin == linImplied {
 					r.add(ops, I4Linearizable, p.keys[k], "not linearizable: "+f.impliedWhy, g)
 				} else if r.lin == linIllegal {
 					r.add(ops, I4Linearizable, p.keys[k], "not linearizable against the key model", g)
 				}
-				if r.lin != linUnchecked {
+				switch r.lin {
+				case linOK, linIllegal, linImplied:
 					r.checked[slot(I4Linearizable)]++
 				}
 			}
@@ -200,7 +216,8 @@ func collect(rep *Report, p *partition, results []keyResult, opts Options) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d effect(s) still unknown (not resolved from the ledger): treated as maybe applied", n))
 	}
 	if n := rep.Invariants[slot(I4Linearizable)].Inconclusive; n > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("linearizability check did not finish for %d key(s) within %v", n, opts.Timeout))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("linearizability check did not finish for %d key(s) within the %v budget or the %d MiB search memory bound",
+			n, opts.Timeout, opts.SearchMemory>>20))
 	}
 }
 

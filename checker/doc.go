@@ -68,13 +68,30 @@
 //
 // # Cost and timeouts
 //
-// The ledger invariants are linear in the number of ops. For I4, a key whose
-// model-relevant ops are totally ordered in time has one possible order and
-// is stepped through directly; a key that fails I1 or I3 cannot be
-// linearizable and is reported without a search; only the remaining keys go
-// to Porcupine, on Options.Workers goroutines, under the Options.Timeout
-// budget. A key whose search does not finish is inconclusive, and so is the
-// verdict unless something else is violated: a timeout is never ok. Only
-// for keys that fail I4 does Check run Porcupine's verbose search and write
-// its HTML visualization into Options.VisualizeDir.
+// The ledger invariants are linear in the number of ops. For I4, in order
+// of cost:
+//
+//   - a key that fails I1 or I3 cannot be linearizable and is reported
+//     without a search;
+//   - a key whose model-relevant ops are totally ordered in time has one
+//     possible order and is stepped through directly;
+//   - otherwise a greedy search looks for one linearization without
+//     backtracking (legal ops that leave the state unchanged first, which
+//     is always safe; then the state-changing op that must end soonest);
+//     finding one proves the key linearizable;
+//   - only keys without such a witness go to Porcupine, on
+//     Options.Workers goroutines, under the Options.Timeout budget.
+//
+// A key whose search does not finish in the budget is inconclusive, and so
+// is the verdict unless something else is violated: a timeout is never ok.
+// Only for keys that fail I4 does Check run Porcupine's verbose search and
+// write its HTML visualization into Options.VisualizeDir.
+//
+// # Limits
+//
+// Records are assumed to outlive the run (retention longer than the run):
+// a key whose record expired and was legitimately executed again shows up
+// as an I1 violation. Every op of a key must carry the same Key string; key
+// scoping is the recorder's business. Ledger order for I5 is inferred from
+// real time, so two overlapping effects are never compared.
 package checker

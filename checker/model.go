@@ -101,32 +101,33 @@ func (s keyState) bind(op *history.Op) keyState {
 	return s
 }
 
-// steps returns every state op can lead to from s, empty when op is illegal
-// there. Unknown calls may have done nothing, or may have committed a
-// response (which requires no commit before; the response is learned later).
-// Unresolved effects may have been applied or not.
-func steps(s keyState, op *history.Op) []keyState {
-	if op.Outcome == history.Unknown {
-		out := []keyState{s}
-		if op.Kind == history.KindEffect {
-			if s.effects == 0 {
-				t := s
-				t.effects = 1
-				out = append(out, t)
+// advance appends to dst every state that op can lead to from a state of
+// ss, and returns it; an empty result means op is illegal in every state of
+// ss. Unknown calls may have done nothing, or, where nothing was committed,
+// committed a response that a later replay reveals. Unresolved effects may
+// have been applied (where none was) or not. dst must not share memory
+// with ss.
+func advance(dst, ss stateSet, op *history.Op) stateSet {
+	for _, s := range ss {
+		if op.Outcome != history.Unknown {
+			if ok, t := step(s, op); ok {
+				dst = dst.add(t)
 			}
-			return out
+			continue
 		}
-		if !s.committed {
+		dst = dst.add(s)
+		switch {
+		case op.Kind == history.KindEffect && s.effects == 0:
+			t := s
+			t.effects = 1
+			dst = dst.add(t)
+		case op.Kind == history.KindCall && !s.committed:
 			t := s
 			t.committed, t.resp, t.fp = true, "", op.FP
-			out = append(out, t)
+			dst = dst.add(t)
 		}
-		return out
 	}
-	if ok, t := step(s, op); ok {
-		return []keyState{t}
-	}
-	return nil
+	return dst
 }
 
 // stateSet is a set of keyStates, the state of the model when unknown ops
@@ -172,23 +173,11 @@ type noopOp struct{ op *history.Op }
 var keyModel = porcupine.Model{
 	Init: func() any { return stateSet{{}} },
 	Step: func(state, input, _ any) (bool, any) {
-		ss := state.(stateSet)
 		op, ok := input.(*history.Op)
 		if !ok {
 			return true, state // noopOp
 		}
-		var next stateSet
-		for _, s := range ss {
-			if op.Outcome != history.Unknown {
-				if ok, t := step(s, op); ok {
-					next = next.add(t)
-				}
-				continue
-			}
-			for _, t := range steps(s, op) {
-				next = next.add(t)
-			}
-		}
+		next := advance(nil, state.(stateSet), op)
 		return len(next) > 0, next
 	},
 	Equal: func(a, b any) bool { return a.(stateSet).equal(b.(stateSet)) },

@@ -79,7 +79,9 @@ type Violation struct {
 type InvariantResult struct {
 	Invariant Invariant `json:"invariant"`
 	// Checked counts what was checked: keys for I1, I3, I4 and I5, success
-	// calls for I2, probes for I6.
+	// calls for I2, probes for I6. For I4 it counts keys decided (legal or
+	// not); keys left undecided are in Inconclusive, and keys with nothing
+	// to check (only no-op calls) in neither.
 	Checked int `json:"checked"`
 	// Violations counts every violation found, including those left out of
 	// Report.Violations by Options.MaxViolations.

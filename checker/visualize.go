@@ -47,8 +47,8 @@ func visualizeFailures(rep *Report, ops []history.Op, p *partition, opts Options
 
 // visualizeKey runs the verbose check on every call and effect of key k
 // (ops that cannot change the verdict are shown as no-ops) and writes the
-// HTML to path. Calls are drawn one row per client, effects in rows below
-// them, fault windows as annotations.
+// HTML to path. Calls and effects get rows per client (see rowMapper), the
+// fault windows are annotations.
 func visualizeKey(path string, ops []history.Op, p *partition, k int, opts Options) error {
 	g := p.group(k)
 	var f keyFacts
@@ -61,7 +61,7 @@ func visualizeKey(path string, ops []history.Op, p *partition, k int, opts Optio
 			f.committer = true
 		}
 	}
-	rows := rowMapper{}
+	var rows rowMapper
 	pops := make([]porcupine.Operation, 0, len(g))
 	lo, hi := history.NoReturn, int64(-1<<63)
 	for _, i := range g {
@@ -81,7 +81,7 @@ func visualizeKey(path string, ops []history.Op, p *partition, k int, opts Optio
 			hi = max(hi, ret)
 		}
 		pops = append(pops, porcupine.Operation{
-			ClientId: rows.row(op), Input: in, Call: op.Call, Return: ret,
+			ClientId: rows.row(op, ret), Input: in, Call: op.Call, Return: ret,
 			Metadata: fmt.Sprintf("op %d: client %d worker %d req %d attempt %d exec %s %s", i, op.Client, op.Worker,
 				op.Request, op.Attempt, op.Exec, op.Err),
 		})
@@ -107,23 +107,36 @@ func visualizeKey(path string, ops []history.Op, p *partition, k int, opts Optio
 	return porcupine.VisualizePath(keyModel, info, path)
 }
 
-// rowMapper gives each client's calls a row, and each client's effects a
-// separate row, numbered from 0 in order of appearance.
-type rowMapper map[[2]int]int
+// rowMapper assigns visualization rows: each client's calls, and
+// separately its effects, share rows, and an op that overlaps the previous
+// one in its row (a retry after a timeout, whose first attempt never
+// returned) gets a new row. Ops must be presented in Call order.
+type rowMapper struct {
+	groups map[[2]int][]int // (client, kind) -> its rows
+	ends   []int64          // last Return per row
+}
 
-func (m rowMapper) row(op *history.Op) int {
-	k := [2]int{op.Client, int(op.Kind)}
-	r, ok := m[k]
-	if !ok {
-		r = len(m)
-		m[k] = r
+func (m *rowMapper) row(op *history.Op, ret int64) int {
+	if m.groups == nil {
+		m.groups = make(map[[2]int][]int)
 	}
+	k := [2]int{op.Client, int(op.Kind)}
+	for _, r := range m.groups[k] {
+		if m.ends[r] < op.Call {
+			m.ends[r] = ret
+			return r
+		}
+	}
+	r := len(m.ends)
+	m.ends = append(m.ends, ret)
+	m.groups[k] = append(m.groups[k], r)
 	return r
 }
 
 // fileName turns a key into a safe file name: characters outside
-// [A-Za-z0-9._-] become '_', long keys are cut, and when anything changed a
-// hash of the real key is appended so that distinct keys never collide.
+// [A-Za-z0-9._-] and a leading dot become '_', long keys are cut, and when
+// anything changed a hash of the real key is appended so that distinct keys
+// never collide.
 func fileName(key string) string {
 	var b strings.Builder
 	for _, c := range []byte(key) {
@@ -137,7 +150,10 @@ func fileName(key string) string {
 	if len(s) > 100 {
 		s = s[:100]
 	}
-	if s != key || s == "" || s[0] == '.' {
+	if s != "" && s[0] == '.' {
+		s = "_" + s[1:] // no hidden files
+	}
+	if s != key || s == "" {
 		h := fnv.New32a()
 		h.Write([]byte(key))
 		s = fmt.Sprintf("%s-%08x", s, h.Sum32())

@@ -174,8 +174,9 @@ type Op struct {
 	Request int64 `json:"req,omitempty"`
 	// Attempt counts the attempts of Request, from 1.
 	Attempt int `json:"attempt,omitempty"`
-	// FP is a short id of the request fingerprint. Two calls with the same
-	// key and different FP must not be served the same stored response.
+	// FP is a short id of the request fingerprint (FingerprintID). Two
+	// calls with the same key and different FP must not be served the same
+	// stored response; empty means unknown.
 	FP string `json:"fp,omitempty"`
 	// Call and Return are nanoseconds on the run's shared monotonic
 	// timeline (see Now). Return is NoReturn when the end is unknown.
@@ -192,9 +193,10 @@ type Op struct {
 	// and first-execution Failed calls, the token the effect carried for
 	// effects. Zero when none.
 	Token uint64 `json:"token,omitempty"`
-	// Resp is the hex digest (or a prefix of it) of the response a call
-	// returned; empty when none. Calls with Executed, Replayed or Failed
-	// must carry it.
+	// Resp is the hex digest of the response a call returned (RespDigest),
+	// or any other string that is equal exactly when the responses are;
+	// empty when none. Calls with Executed, Replayed or Failed must carry
+	// it.
 	Resp string `json:"resp,omitempty"`
 	// Exec is the execution id of the attempt that ran the function, shared
 	// by a call and the effects it attempted.

@@ -152,7 +152,44 @@ func (r *Recorder) History(h Header) *History {
 }
 
 // SortByCall sorts ops by Call, keeping the relative order of ops with
-// equal Call.
+// equal Call. It sorts compact (Call, index) pairs and then permutes the ops
+// in place, so it moves each op at most once and needs 16 bytes of scratch
+// per op rather than a second copy of the history.
 func SortByCall(ops []Op) {
-	slices.SortStableFunc(ops, func(a, b Op) int { return cmp.Compare(a.Call, b.Call) })
+	if slices.IsSortedFunc(ops, func(a, b Op) int { return cmp.Compare(a.Call, b.Call) }) {
+		return
+	}
+	type pair struct {
+		call int64
+		idx  int
+	}
+	order := make([]pair, len(ops))
+	for i := range ops {
+		order[i] = pair{ops[i].Call, i}
+	}
+	slices.SortFunc(order, func(a, b pair) int {
+		if c := cmp.Compare(a.call, b.call); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
+	// Position i must receive ops[order[i].idx]. Follow each cycle of the
+	// permutation once, marking filled positions with idx = -1.
+	for i := range order {
+		if order[i].idx < 0 || order[i].idx == i {
+			continue
+		}
+		tmp := ops[i]
+		j := i
+		for {
+			src := order[j].idx
+			order[j].idx = -1
+			if src == i {
+				ops[j] = tmp
+				break
+			}
+			ops[j] = ops[src]
+			j = src
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package history
 
 import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -94,4 +97,33 @@ func BenchmarkBufferRecord(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+func TestSortByCall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 200 {
+		ops := make([]Op, n)
+		for i := range ops {
+			ops[i] = Op{Call: int64(rng.IntN(n/3 + 1)), Request: int64(i)}
+		}
+		want := slices.Clone(ops)
+		slices.SortStableFunc(want, func(a, b Op) int { return cmp.Compare(a.Call, b.Call) })
+		SortByCall(ops)
+		if !slices.Equal(ops, want) {
+			t.Fatalf("n=%d: SortByCall differs from a stable sort", n)
+		}
+	}
+}
+
+func BenchmarkSortByCall(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := make([]Op, 1_000_000)
+	for i := range src {
+		src[i] = Op{Kind: KindCall, Call: rng.Int64N(1e12), Request: int64(i)}
+	}
+	ops := make([]Op, len(src))
+	for b.Loop() {
+		copy(ops, src)
+		SortByCall(ops)
+	}
 }

@@ -214,19 +214,22 @@ func compareLatencyFigure(runs []Run) *figure {
 
 func compareThroughputFigure(runs []Run) *figure {
 	f := newFigure("Throughput over time, per run", "time since start (s)", "completed calls per second (ops/s)")
-	span := 0.0
+	span, top := 0.0, 0.0
 	for i, r := range runs {
 		if r.Summary == nil || len(r.Summary.Timeline.Completed) == 0 || r.Summary.Timeline.BucketS <= 0 {
 			continue
 		}
 		tl := &r.Summary.Timeline
-		f.addLine(r.Label, rateXYs(tl.Completed, tl.BucketS, tl.SpanS), runColors[i%len(runColors)], vg.Points(1.8), i >= len(runColors))
+		xys := rateXYs(tl.Completed, tl.BucketS, tl.SpanS)
+		f.addSteps(r.Label, xys, tl.BucketS, runColors[i%len(runColors)], vg.Points(1.8), i >= len(runColors))
 		span = max(span, tl.SpanS, float64(len(tl.Completed)-1)*tl.BucketS)
+		top = max(top, maxY(xys))
 	}
 	if span == 0 {
 		f.noData("no run has a timeline")
 		return f
 	}
-	f.p.X.Min, f.p.X.Max, f.p.Y.Min = 0, span, 0
+	f.p.X.Min, f.p.X.Max = 0, span
+	zeroBasedAxis(&f.p.Y, top)
 	return f
 }

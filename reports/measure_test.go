@@ -2,12 +2,14 @@ package reports
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 )
 
@@ -89,6 +91,11 @@ func TestOpenLoopStall(t *testing.T) {
 		}
 		h.Ops = append(h.Ops, history.Op{Kind: history.KindCall, Client: i % 4, Key: "k", Intended: intended,
 			Call: call, Return: call + ms1, Outcome: history.Replayed, Resp: "r"})
+	}
+	if *sampleDir != "" {
+		if _, err := WriteRunReport(filepath.Join(*sampleDir, "stall"), h, checker.Report{}, Options{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	m := Measure(h, MeasureOptions{})
 	if m.OpenLoop != rate*seconds {

@@ -96,6 +96,22 @@ func (f *figure) draw(c draw.Canvas) {
 	f.p.Draw(c)
 }
 
+// addSteps adds a per-bucket series (points at the midpoints of buckets
+// width wide) drawn as steps that change at bucket boundaries and span the
+// first and last buckets whole.
+func (f *figure) addSteps(name string, xys plotter.XYs, width float64, clr color.Color, lw vg.Length, dashed bool) {
+	if len(xys) > 0 {
+		first, last := xys[0], xys[len(xys)-1]
+		edged := make(plotter.XYs, 0, len(xys)+2)
+		edged = append(edged, plotter.XY{X: first.X - width/2, Y: first.Y})
+		edged = append(edged, xys...)
+		xys = append(edged, plotter.XY{X: last.X + width/2, Y: last.Y})
+	}
+	if l := f.addLine(name, xys, clr, lw, dashed); l != nil {
+		l.StepStyle = plotter.MidStep
+	}
+}
+
 // addLine adds a line to the plot and the legend and returns it; empty or
 // non-finite data adds nothing and returns nil.
 func (f *figure) addLine(name string, xys plotter.XYs, clr color.Color, width vg.Length, dashed bool) *plotter.Line {
@@ -189,11 +205,10 @@ func (f *figure) noData(msg string) {
 func logAxis(ax *plot.Axis, lo, hi float64) {
 	ax.Scale = plot.LogScale{}
 	ax.Tick.Marker = logTicks{}
-	ax.Min, ax.Max = niceFloor(lo), niceCeil(hi)
-	if ax.Min == ax.Max {
-		ax.Min, ax.Max = niceFloor(ax.Min*0.99), niceCeil(ax.Max*1.01)
-	}
-	if math.Log10(ax.Max/ax.Min) > 3 { // only decades are labelled: end on decades
+	// Keep the data off the frame; past three decades only decades are
+	// labelled, so end on decades.
+	ax.Min, ax.Max = niceFloor(lo*0.8), niceCeil(hi*1.25)
+	if math.Log10(ax.Max/ax.Min) > 3 {
 		ax.Min = math.Pow(10, math.Floor(math.Log10(ax.Min)+1e-9))
 		ax.Max = math.Pow(10, math.Ceil(math.Log10(ax.Max)-1e-9))
 	}
@@ -221,6 +236,17 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// zeroBasedAxis makes ax run from 0 to a little above hi, ending on a
+// labelled tick of linearTicks.
+func zeroBasedAxis(ax *plot.Axis, hi float64) {
+	ax.Min, ax.Max = 0, 1
+	if hi > 0 {
+		hi *= 1.05
+		step := niceCeil(hi / 10)
+		ax.Max = math.Ceil(hi/step-1e-9) * step
+	}
 }
 
 // linearTicks labels about ten round values (1, 2 or 5 × 10^k apart) with

@@ -120,10 +120,10 @@ func throughputFigure(m *Measurement) *figure {
 	}
 	f.addFaults(windowsOf(m))
 	completed, errors := rateXYs(tl.Completed, tl.Bucket.Seconds(), m.spanS()), rateXYs(tl.Errors, tl.Bucket.Seconds(), m.spanS())
-	f.p.Y.Min = 0
+	zeroBasedAxis(&f.p.Y, maxY(completed))
 	f.p.X.Min, f.p.X.Max = 0, m.spanS()
-	f.addLine("completed", completed, p50Blue, vg.Points(1.8), false)
-	f.addLine("errors", errors, errorRed, vg.Points(1.5), false)
+	f.addSteps("completed", completed, tl.Bucket.Seconds(), p50Blue, vg.Points(1.8), false)
+	f.addSteps("errors", errors, tl.Bucket.Seconds(), errorRed, vg.Points(1.5), false)
 	return f
 }
 
@@ -183,9 +183,9 @@ func latencyOverTimeFigure(m *Measurement) *figure {
 			f.legend.Add("sampled calls ("+count(len(dots))+")", dotThumb{})
 		}
 	}
-	f.addLine("p50 per "+bucketName(tl), bucketXYs(tl, tl.P50, lo), p50Blue, vg.Points(1.5), false)
-	f.addLine("p99 per "+bucketName(tl), bucketXYs(tl, tl.P99, lo), p99Amber, vg.Points(1.5), false)
-	f.addLine("max per "+bucketName(tl), bucketXYs(tl, tl.Max, lo), errorRed, vg.Points(1), true)
+	f.addSteps("p50 per "+bucketName(tl), bucketXYs(tl, tl.P50, lo), tl.Bucket.Seconds(), p50Blue, vg.Points(1.5), false)
+	f.addSteps("p99 per "+bucketName(tl), bucketXYs(tl, tl.P99, lo), tl.Bucket.Seconds(), p99Amber, vg.Points(1.5), false)
+	f.addSteps("max per "+bucketName(tl), bucketXYs(tl, tl.Max, lo), tl.Bucket.Seconds(), errorRed, vg.Points(1), true)
 	return f
 }
 
@@ -215,6 +215,15 @@ type dotThumb struct{}
 // Thumbnail implements plot.Thumbnailer.
 func (dotThumb) Thumbnail(c *draw.Canvas) {
 	c.DrawGlyph(draw.GlyphStyle{Color: color.NRGBA{90, 90, 90, 160}, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}, c.Center())
+}
+
+// maxY returns the largest Y of xys, 0 when empty.
+func maxY(xys plotter.XYs) float64 {
+	m := 0.0
+	for _, p := range xys {
+		m = max(m, p.Y)
+	}
+	return m
 }
 
 // bucketName returns "s" for one-second buckets, else "5 s".

@@ -181,7 +181,7 @@ func Measure(h *history.History, opts MeasureOptions) *Measurement {
 		spans:  faultSpans(m.Windows),
 		origin: sc.origin,
 		slack:  int64(opts.LateSlack),
-		stride: max(1, (sc.calls+MaxScatterPoints-1)/MaxScatterPoints),
+		stride: uint64(max(1, (sc.calls+MaxScatterPoints-1)/MaxScatterPoints)),
 	}
 	cfg.bucket, cfg.buckets = bucketing(opts.Bucket, sc.end-sc.origin, sc.calls+sc.faults > 0)
 

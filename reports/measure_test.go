@@ -278,3 +278,19 @@ func TestNines(t *testing.T) {
 		t.Error("Nines(100) is not +Inf")
 	}
 }
+
+// TestScatterSample: calls and effects alternate, which a sample by index
+// remainder would take all or nothing of; the sample stays near its bound.
+func TestScatterSample(t *testing.T) {
+	h := &history.History{}
+	for i := range 3 * MaxScatterPoints {
+		at := int64(i) * ms1
+		h.Ops = append(h.Ops,
+			history.Op{Kind: history.KindCall, Key: "k", Call: at, Return: at + ms1, Outcome: history.Error},
+			history.Op{Kind: history.KindEffect, Key: "k", Call: at, Return: at + 1})
+	}
+	m := Measure(h, MeasureOptions{})
+	if n := len(m.Scatter); n > MaxScatterPoints || n < MaxScatterPoints*3/4 {
+		t.Errorf("scatter has %d points, want about %d and at most that", n, MaxScatterPoints)
+	}
+}

@@ -12,7 +12,7 @@ type shardConfig struct {
 	spans   []span // merged fault windows
 	origin  int64
 	slack   int64
-	stride  int // every stride-th call (by op index) goes to the scatter sample
+	stride  uint64 // a call goes to the scatter sample with probability 1/stride
 	bucket  int64
 	buckets int
 }
@@ -108,10 +108,35 @@ func (s *shard) measure(ops []history.Op, lo, hi int, c *shardConfig) {
 		s.byOutcome[o].record(lat)
 		s.byPhase[ph].record(lat)
 		s.latencies = append(s.latencies, bucketLatency{int32(c.bucketOf(start)), lat})
-		if i%c.stride == 0 {
+		if sampled(i, c.stride) {
 			s.scatter = append(s.scatter, LatencyPoint{T: seconds(start - c.origin), Latency: durationOf(max(lat, 0))})
 		}
 	}
+}
+
+// sampled picks about one op index in stride, by a hash of the index rather
+// than its remainder, so a history whose calls and effects alternate
+// regularly is not sampled all calls or none.
+func sampled(i int, stride uint64) bool {
+	if stride <= 1 {
+		return true
+	}
+	z := uint64(i) + 0x9e3779b97f4a7c15 // splitmix64 finalizer
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return (z^z>>31)%stride == 0
+}
+
+// thin keeps at most n of pts, evenly spaced, in order.
+func thin(pts []LatencyPoint, n int) []LatencyPoint {
+	if len(pts) <= n {
+		return pts
+	}
+	out := make([]LatencyPoint, n)
+	for k := range n {
+		out[k] = pts[k*len(pts)/n]
+	}
+	return out
 }
 
 // fold merges the shards into m and computes the timeline.
@@ -150,5 +175,6 @@ func (m *Measurement) fold(shards []shard, c *shardConfig) {
 		m.Scatter = append(m.Scatter, s.scatter...)
 	}
 	slices.SortStableFunc(m.Scatter, func(a, b LatencyPoint) int { return cmp.Compare(a.T, b.T) })
+	m.Scatter = thin(m.Scatter, MaxScatterPoints)
 	tl.percentiles(shards, nlat, c.buckets)
 }

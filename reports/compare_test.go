@@ -31,6 +31,7 @@ func compareRuns(t *testing.T) []Run {
 }
 
 func TestCompare(t *testing.T) {
+	t.Parallel()
 	runs := compareRuns(t)
 	c := Compare(append(runs, Run{Label: "missing"}))
 	if len(c.Rows) != 3 {
@@ -57,6 +58,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestLoadRun(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	withSummary := filepath.Join(root, "run-a")
 	os.MkdirAll(withSummary, 0o755)

@@ -91,6 +91,7 @@ func writeGoldenRun(t *testing.T, dir string) *Summary {
 }
 
 func TestGoldenRunReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := writeGoldenRun(t, dir)
 	if s.Verdict != "violation" {
@@ -161,6 +162,7 @@ func TestDecodeSummaryRejects(t *testing.T) {
 }
 
 func TestHTMLIsSelfContained(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := writeGoldenRun(t, dir)
 	b, err := os.ReadFile(filepath.Join(dir, HTMLFile))
@@ -197,6 +199,7 @@ func TestHTMLIsSelfContained(t *testing.T) {
 }
 
 func TestRegenerate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeGoldenRun(t, dir)
 	files := []string{SummaryFile, MarkdownFile, HTMLFile, LatencyPlot + ".png", ThroughputPlot + ".svg", LatencyOverTimePlot + ".png"}
@@ -241,6 +244,7 @@ func TestRegenerate(t *testing.T) {
 }
 
 func TestRegenerateErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, err := Regenerate(dir, RegenerateOptions{}); err == nil {
 		t.Error("no history: no error")
@@ -256,6 +260,7 @@ func TestRegenerateErrors(t *testing.T) {
 }
 
 func TestUncheckedRun(t *testing.T) {
+	t.Parallel()
 	s, err := WriteRunReport(t.TempDir(), goldenHistory(), checker.Report{}, Options{Machine: goldenMachine})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ var sampleDir = flag.String("sample", "", "also write the sample run report of T
 // history with a fault window and checks every file is there. Run with
 // -sample DIR to keep the files and look at them.
 func TestSampleReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if *sampleDir != "" {
 		dir = *sampleDir

@@ -59,23 +59,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestPercentiles(t *testing.T) {
-	var lat []time.Duration
-	for i := 1000; i >= 1; i-- {
-		lat = append(lat, time.Duration(i))
-	}
-	p := percentiles(lat)
-	if p.N != 1000 || p.P50 != 500 || p.P90 != 900 || p.P99 != 990 || p.P999 != 999 || p.Max != 1000 {
-		t.Fatalf("%+v", p)
-	}
-	if (percentiles(nil) != Percentiles{}) {
-		t.Fatal("empty input")
-	}
-	if p := percentiles([]time.Duration{7}); p.P50 != 7 || p.P999 != 7 {
-		t.Fatalf("%+v", p)
-	}
-}
-
 func TestSourceKeysAndCopies(t *testing.T) {
 	k, err := Keys{Concurrent: 2, Delayed: 1, Delay: time.Hour}.withDefaults()
 	if err != nil {

@@ -106,6 +106,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// OpsPerSec is the driver's throughput: operations recorded during the
+// traffic phase and its drain (calls and effects, probes excluded) per
+// second of that span. Zero when the span is empty.
+func (r *Result) OpsPerSec() float64 {
+	span := time.Duration(r.DrainEnd - r.TrafficStart)
+	if span <= 0 {
+		return 0
+	}
+	return float64(r.TrafficOps) / span.Seconds()
+}
+
 func (d *driver) stopTraffic() {
 	if d.stopped.Load() {
 		return

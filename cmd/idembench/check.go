@@ -9,7 +9,7 @@ import (
 
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
-	"github.com/idembench/idembench/workload"
+	"github.com/idembench/idembench/reports"
 )
 
 // checkCmd is `idembench check`.
@@ -44,11 +44,13 @@ func (c *checkCmd) Run(ctx context.Context, std stdio) error {
 		return err
 	}
 	rep := checker.Check(h, checker.Options{Timeout: c.Timeout, VisualizeDir: vis})
-	s := workload.Summarize(h.Ops, nil)
+	s := reports.NewSummary(reports.Measure(h, reports.MeasureOptions{}), &rep, reports.Options{})
 	hd := h.Header
 	fmt.Fprintf(std.out, "idembench check: %s\n", file)
 	fmt.Fprintf(std.out, "run: scenario %s · backend %s · engine %s · seed %d · %s\n", hd.Scenario, hd.Backend, hd.Engine, hd.Seed, hd.Tool)
-	printOutcomes(std.out, s)
+	printCounts(std.out, s, h)
+	fmt.Fprintf(std.out, "effects: %d\n", s.Counts.Effects)
+	printLatency(std.out, s)
 	printVerdict(std.out, rep)
 	if code := verdictCode(rep.Verdict); code != exitOK {
 		return &exitError{code: code, err: fmt.Errorf("verdict %s", rep.Verdict)}

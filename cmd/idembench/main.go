@@ -10,11 +10,14 @@
 //	idembench run --scenario ./my-scenario.yaml --duration 30s --clients 64 --seed 7
 //	idembench check idembench-out/20260101-120000.000   # re-check a saved run offline
 //
-// run prints the verdict, the calls per outcome, throughput (recorded
-// operations per second), latency p50/p90/p99/p99.9/max, the seed and the
-// exact command that replays the run, and writes the run directory
-// (history.jsonl, summary.json, violations/*.html for keys that fail I4)
-// under --out, by default ./idembench-out/<timestamp>. The defaults are the
+// run prints the verdict, the calls per outcome, throughput (the driver's
+// recorded operations per second and completed calls per second), latency
+// p50/p90/p99/p99.9/max, the seed and the exact command that replays the
+// run, and writes the run directory under --out, by default
+// ./idembench-out/<timestamp>: history.jsonl, the reports package's
+// summary.json, report.md, report.html and plots, and violations/*.html
+// (Porcupine, for keys that fail I4). --max-p99, --min-throughput and
+// --max-error-rate set thresholds (exit 4 when missed). The defaults are the
 // safe configuration: --engine idem --sink fenced --recovery.
 //
 // Built-in scenarios (scenarios package; --scenario also takes a YAML path):
@@ -22,8 +25,8 @@
 // crash-after-effect, crash-holder, pause-then-fail, throughput.
 //
 // Exit codes: 0 pass · 1 safety violation · 2 usage or configuration error ·
-// 3 inconclusive (checker budget ran out) · 4 threshold missed
-// (--min-throughput) · 5 environment error (backend unreachable).
+// 3 inconclusive (checker budget ran out) · 4 threshold missed · 5
+// environment error (backend unreachable).
 package main
 
 import (

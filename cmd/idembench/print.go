@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/checker"
-	"github.com/idembench/idembench/workload"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/reports"
 )
 
 // maxPrinted caps the violations printed; summary.json has them all (up to
@@ -28,37 +29,59 @@ func printRun(w io.Writer, o *runOutcome) {
 	}
 	fmt.Fprintf(w, "config: recovery %s · heartbeat %s · lease TTL %s · %s traffic · %d clients, %s\n",
 		rec, hd.Options["heartbeat"], hd.LeaseTTL, o.Duration, o.Clients, loop)
-	if note := o.History.Header.Options["recovery_note"]; note != "" {
+	if note := hd.Options["recovery_note"]; note != "" {
 		fmt.Fprintf(w, "note: recovery %s\n", note)
 	}
-	printOutcomes(w, o.Summary)
 	s := o.Summary
-	fmt.Fprintf(w, "throughput: %.0f recorded ops/s · %.0f calls/s over %s", s.OpsPerSec, s.CallsPerSec, s.Traffic.Round(time.Millisecond))
-	if s.LateSends > 0 {
-		fmt.Fprintf(w, " · %d late sends", s.LateSends)
+	printCounts(w, s, o.History)
+	fmt.Fprintf(w, "effects: %d applied · %d rejected by fencing · %d keys with more than one applied\n",
+		o.Ledger.Applied, o.Ledger.Rejected, o.Ledger.Doubled)
+	fmt.Fprintf(w, "throughput: driver %.0f recorded ops/s · %.0f completed calls/s · %.0f successes/s · error rate %.2f%%",
+		o.DriverOpsPerSec, s.ThroughputPerS, s.SuccessPerS, 100*s.ErrorRate)
+	if s.LateSends.Count > 0 {
+		fmt.Fprintf(w, " · %d late sends", s.LateSends.Count)
 	}
 	fmt.Fprintln(w)
-	l := s.Latency
-	fmt.Fprintf(w, "latency: p50 %s · p90 %s · p99 %s · p99.9 %s · max %s (%d calls)\n",
-		dur(l.P50), dur(l.P90), dur(l.P99), dur(l.P999), dur(l.Max), l.N)
+	printLatency(w, s)
 	printVerdict(w, o.Report)
-	fmt.Fprintf(w, "seed: %d\n", o.History.Header.Seed)
+	for _, m := range missesOf(s) {
+		fmt.Fprintf(w, "threshold missed: %s\n", m.Reason)
+	}
+	fmt.Fprintf(w, "seed: %d\n", hd.Seed)
 	if o.Dir != "" {
-		fmt.Fprintf(w, "run dir: %s\n", o.Dir)
+		fmt.Fprintf(w, "run dir: %s (report.html, report.md, summary.json, history.jsonl)\n", o.Dir)
 	}
 	fmt.Fprintf(w, "replay: %s\n", o.Replay)
 }
 
-func printOutcomes(w io.Writer, s workload.Summary) {
-	fmt.Fprintf(w, "calls: %d (%s)\n", s.Calls, counts(s.Outcomes))
-	fmt.Fprintf(w, "effects: %d applied · %d rejected", s.EffectsApplied, s.EffectsRejected)
-	if s.EffectsUnknown > 0 {
-		fmt.Fprintf(w, " · %d unknown", s.EffectsUnknown)
+// missesOf returns the thresholds s missed.
+func missesOf(s *reports.Summary) []reports.Miss {
+	if s.Thresholds == nil {
+		return nil
 	}
-	fmt.Fprintf(w, " · faults injected: %d\n", s.Faults)
-	if s.Probes > 0 {
-		fmt.Fprintf(w, "liveness probes: %d (%s)\n", s.Probes, counts(s.ProbeOutcomes))
+	return s.Thresholds.Misses
+}
+
+// printCounts prints the calls per outcome, the faults and the liveness
+// probes per outcome.
+func printCounts(w io.Writer, s *reports.Summary, h *history.History) {
+	c := s.Counts
+	fmt.Fprintf(w, "calls: %d (%s) · faults injected: %d\n", c.Calls, counts(s.Outcomes), c.Faults)
+	if c.Probes > 0 {
+		probes := map[string]int{}
+		for i := range h.Ops {
+			if op := &h.Ops[i]; op.Probe {
+				probes[op.Outcome.String()]++
+			}
+		}
+		fmt.Fprintf(w, "liveness probes: %d (%s)\n", c.Probes, counts(probes))
 	}
+}
+
+func printLatency(w io.Writer, s *reports.Summary) {
+	l := s.Latency.Overall
+	fmt.Fprintf(w, "latency: p50 %s · p90 %s · p99 %s · p99.9 %s · max %s (%d calls measured)\n",
+		msDur(l.P50Ms), msDur(l.P90Ms), msDur(l.P99Ms), msDur(l.P999Ms), msDur(l.MaxMs), l.Measured)
 }
 
 func printVerdict(w io.Writer, rep checker.Report) {
@@ -92,12 +115,16 @@ func printVerdict(w io.Writer, rep checker.Report) {
 func counts(m map[string]int) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
 	}
 	return strings.Join(parts, " · ")
 }
 
-func dur(d time.Duration) string {
+// msDur prints a latency given in milliseconds with a sensible unit.
+func msDur(ms float64) string {
+	d := time.Duration(ms * float64(time.Millisecond))
 	switch {
 	case d >= time.Second:
 		return d.Round(time.Millisecond).String()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/scenarios"
 )
 
@@ -26,7 +27,9 @@ type runCmd struct {
 	Out           string        `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>)." placeholder:"DIR"`
 	NoSave        bool          `help:"Do not write the run directory." name:"no-save"`
 	CheckTimeout  time.Duration `help:"Budget of the linearizability check; when it runs out the verdict is inconclusive." default:"30s"`
-	MinThroughput float64       `help:"Exit 4 when the driver records fewer operations per second than this (0: no threshold)." placeholder:"OPS"`
+	MaxP99        time.Duration `help:"Exit 4 when the p99 latency is above this (0: not checked)." name:"max-p99"`
+	MinThroughput float64       `help:"Exit 4 when fewer calls per second complete (0: not checked)." placeholder:"CALLS/S"`
+	MaxErrorRate  float64       `help:"Exit 4 when a larger fraction of calls ends without a final answer (0: not checked)." placeholder:"RATIO"`
 }
 
 func (c *runCmd) Run(ctx context.Context, std stdio) error {
@@ -37,8 +40,8 @@ func (c *runCmd) Run(ctx context.Context, std stdio) error {
 	if !slices.Contains(engineNames(), c.Engine) {
 		return usageErr("--engine %q: want one of %v", c.Engine, engineNames())
 	}
-	if c.Duration < 0 || c.Clients < 0 {
-		return usageErr("--duration and --clients must not be negative")
+	if c.Duration < 0 || c.Clients < 0 || c.MaxP99 < 0 || c.MinThroughput < 0 || c.MaxErrorRate < 0 || c.MaxErrorRate > 1 {
+		return usageErr("--duration, --clients and the thresholds must not be negative (and --max-error-rate at most 1)")
 	}
 	seed := c.Seed
 	if seed == 0 {
@@ -57,6 +60,7 @@ func (c *runCmd) Run(ctx context.Context, std stdio) error {
 		Seed: seed, Duration: c.Duration, Clients: c.Clients, Rate: c.Rate,
 		Out: out, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 		CheckTimeout: c.CheckTimeout,
+		Thresholds:   reports.Thresholds{MaxP99: c.MaxP99, MinThroughput: c.MinThroughput, MaxErrorRate: c.MaxErrorRate},
 	}
 	fmt.Fprintf(std.out, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sc.Name, c.Backend, c.Engine, c.Sink, seed)
 	o, err := execute(ctx, sp)
@@ -65,8 +69,7 @@ func (c *runCmd) Run(ctx context.Context, std stdio) error {
 	}
 	printRun(std.out, o)
 	code := verdictCode(o.Report.Verdict)
-	if code == exitOK && c.MinThroughput > 0 && o.Summary.OpsPerSec < c.MinThroughput {
-		fmt.Fprintf(std.out, "threshold missed: %.0f recorded ops/s < --min-throughput %.0f\n", o.Summary.OpsPerSec, c.MinThroughput)
+	if code == exitOK && len(missesOf(o.Summary)) > 0 {
 		code = exitThreshold
 	}
 	if code != exitOK {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/scenarios"
 	"github.com/idembench/idembench/workload"
 )
@@ -37,19 +37,25 @@ type runSpec struct {
 	PostgresURL string
 	// CheckTimeout is the checker's linearizability budget.
 	CheckTimeout time.Duration
+	// Thresholds are the performance limits (exit 4 when missed).
+	Thresholds reports.Thresholds
 }
 
 // runOutcome is what a run produced.
 type runOutcome struct {
-	History  *history.History
-	Report   checker.Report
-	Summary  workload.Summary
-	Ledger   workload.LedgerStats
-	Recovery bool // effective: requested and supported by the sink
-	Duration time.Duration
-	Clients  int
-	Dir      string
-	Replay   string
+	History *history.History
+	Report  checker.Report
+	// Summary holds the run's figures (reports.Measure) and its threshold
+	// misses.
+	Summary *reports.Summary
+	// DriverOpsPerSec is the driver's throughput in recorded operations.
+	DriverOpsPerSec float64
+	Ledger          workload.LedgerStats
+	Recovery        bool // effective: requested and supported by the sink
+	Duration        time.Duration
+	Clients         int
+	Dir             string
+	Replay          string
 }
 
 // execute runs sp: builds the store, sink and fault injector, drives the
@@ -112,25 +118,34 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 	}
 	h := assemble(hdr, res, inj)
 	out := &runOutcome{
-		History:  h,
-		Summary:  workload.Summarize(h.Ops, res),
-		Ledger:   res.Ledger.Stats(),
-		Recovery: recovery,
-		Duration: cfg.Duration,
-		Clients:  cfg.Clients,
-		Replay:   replayCommand(sp, cfg),
+		History:         h,
+		DriverOpsPerSec: res.OpsPerSec(),
+		Ledger:          res.Ledger.Stats(),
+		Recovery:        recovery,
+		Duration:        cfg.Duration,
+		Clients:         cfg.Clients,
+		Replay:          replayCommand(sp, cfg),
 	}
 	copts := checker.Options{Timeout: sp.CheckTimeout}
 	if sp.Out != "" {
 		copts.VisualizeDir = filepath.Join(sp.Out, "violations")
 	}
 	out.Report = checker.Check(h, copts)
-	if sp.Out != "" {
-		if err := writeRunDir(sp.Out, out); err != nil {
-			return out, usageErr("--out: %v", err)
-		}
-		out.Dir = sp.Out
+	ropts := reports.Options{ReplayCommand: out.Replay}
+	if !sp.Thresholds.IsZero() {
+		ropts.Thresholds = &sp.Thresholds
 	}
+	if sp.Out == "" {
+		out.Summary = reports.NewSummary(reports.Measure(h, ropts.MeasureOptions), &out.Report, ropts)
+		return out, nil
+	}
+	if err := writeHistory(sp.Out, h); err != nil {
+		return out, usageErr("--out: %v", err)
+	}
+	if out.Summary, err = reports.WriteRunReport(sp.Out, h, out.Report, ropts); err != nil {
+		return out, usageErr("--out: %v", err)
+	}
+	out.Dir = sp.Out
 	return out, nil
 }
 
@@ -222,67 +237,21 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// runSummary is summary.json.
-type runSummary struct {
-	Verdict    checker.Verdict           `json:"verdict"`
-	ExitCode   int                       `json:"exit_code"`
-	Scenario   string                    `json:"scenario"`
-	Seed       int64                     `json:"seed"`
-	Backend    string                    `json:"backend"`
-	Engine     string                    `json:"engine"`
-	Replay     string                    `json:"replay"`
-	Summary    workload.Summary          `json:"summary"`
-	Ledger     workload.LedgerStats      `json:"ledger"`
-	Violations []checker.Violation       `json:"violations,omitempty"`
-	Invariants []checker.InvariantResult `json:"invariants"`
-	Notes      []string                  `json:"notes,omitempty"`
-	Check      checker.Stats             `json:"check"`
-}
-
-// writeRunDir writes history.jsonl and summary.json into dir (the checker
-// has written violations/*.html there already).
-func writeRunDir(dir string, out *runOutcome) error {
+// writeHistory saves h as dir/history.jsonl (reports.WriteRunReport writes
+// the rest of the run directory).
+func writeHistory(dir string, h *history.History) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	f, err := os.Create(filepath.Join(dir, reports.HistoryFile))
 	if err != nil {
 		return err
 	}
-	if err := history.Encode(f, out.History); err != nil {
+	if err := history.Encode(f, h); err != nil {
 		f.Close()
 		return fmt.Errorf("write history: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return writeJSON(filepath.Join(dir, "summary.json"), summaryOf(out.History.Header, out.Report, out.Summary, out.Ledger, out.Replay))
-}
-
-func summaryOf(hdr history.Header, rep checker.Report, s workload.Summary, l workload.LedgerStats, replay string) runSummary {
-	return runSummary{
-		Verdict:    rep.Verdict,
-		ExitCode:   verdictCode(rep.Verdict),
-		Scenario:   hdr.Scenario,
-		Seed:       hdr.Seed,
-		Backend:    hdr.Backend,
-		Engine:     hdr.Engine,
-		Replay:     replay,
-		Summary:    s,
-		Ledger:     l,
-		Violations: rep.Violations,
-		Invariants: rep.Invariants,
-		Notes:      rep.Notes,
-		Check:      rep.Stats,
-	}
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return f.Close()
 }
 
 // verdictCode maps a verdict to its exit code.

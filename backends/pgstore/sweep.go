@@ -1,0 +1,62 @@
+package pgstore
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Sweep deletes the rows of absent records (past ExpiresAt, or released) in
+// batches of at most Options.SweepBatch rows, one statement per batch, until a
+// batch comes back short, and returns how many rows it deleted. Several
+// sweepers, in one process or many, may run at once: each batch locks the
+// rows it picks with FOR UPDATE SKIP LOCKED, so they split the work, never
+// wait on each other and never delete a row twice. A row that a claim revives
+// while a sweep runs is not deleted. Sweeping is only housekeeping: absent
+// rows are already invisible to every other operation.
+//
+// On an error Sweep returns the rows deleted so far with the error; the
+// deleted rows stay deleted. ctx is checked between batches.
+func (s *Store) Sweep(ctx context.Context) (removed int, err error) {
+	for {
+		n, err := s.exec(ctx, "sweep", false, s.sql.sweep, s.opts.SweepBatch)
+		removed += int(n)
+		if err != nil {
+			return removed, err
+		}
+		if n < int64(s.opts.SweepBatch) {
+			return removed, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+	}
+}
+
+// StartSweeper runs Sweep in a goroutine at once and then every
+// Options.SweepInterval (default every minute, batches of 1000 rows) until ctx
+// ends or stop is called. Errors go to Options.OnSweepError when set; the
+// next tick retries. stop cancels a sweep in progress, waits for the
+// goroutine to return, and may be called more than once.
+func (s *Store) StartSweeper(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(s.opts.SweepInterval)
+		defer t.Stop()
+		for {
+			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil && s.opts.OnSweepError != nil {
+				s.opts.OnSweepError(err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}

@@ -73,7 +73,7 @@ up AS (
 SELECT * FROM up
 UNION ALL
 SELECT false, (t.status = 'released' OR t.expires_at <= c.now
-		OR (t.status = 'in_progress' AND t.lease_expires_at <= c.now AND t.fingerprint = $2)),
+		OR (t.status = 'in_progress' AND t.lease_expires_at <= c.now AND t.fingerprint = $2)) IS TRUE,
 	t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at
 FROM {{table}} t, c
 WHERE t.key = $1 AND NOT EXISTS (SELECT FROM up)`

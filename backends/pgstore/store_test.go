@@ -127,8 +127,8 @@ func TestCompleteAndFailAreReplayed(t *testing.T) {
 			}
 			// Every fenced write is now refused.
 			assertLeaseLost(t, s, l)
-			if got, _ := s.Get(ctx, "k"); got.Status != st || !got.Response.Equal(&want) {
-				t.Errorf("refused writes changed the record: %+v", got)
+			if got, err := s.Get(ctx, "k"); err != nil || got.Status != st || !got.Response.Equal(&want) {
+				t.Errorf("refused writes changed the record: %+v, %v", got, err)
 			}
 		})
 	}
@@ -182,7 +182,10 @@ func TestHeartbeatExtendsLease(t *testing.T) {
 	if l.Expiry.Sub(old) < 59*time.Minute {
 		t.Fatalf("Expiry moved from %v to %v, want about 1h later", old, l.Expiry)
 	}
-	rec, _ := s.Get(context.Background(), "k")
+	rec, err := s.Get(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !rec.LeaseExpiry.Equal(l.Expiry) || !rec.ExpiresAt.Equal(l.Expiry.Add(DefaultTakeoverGrace)) {
 		t.Errorf("stored lease %v / expires %v, lease says %v", rec.LeaseExpiry, rec.ExpiresAt, l.Expiry)
 	}
@@ -224,9 +227,9 @@ func TestTakeOver(t *testing.T) {
 	if err := s.Complete(ctx, l, resp("new"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := s.Get(ctx, "k")
-	if want := resp("new"); rec.Token != l.Token || !rec.Response.Equal(&want) {
-		t.Fatalf("record = %+v", rec)
+	rec, err := s.Get(ctx, "k")
+	if want := resp("new"); err != nil || rec.Token != l.Token || !rec.Response.Equal(&want) {
+		t.Fatalf("record = %+v, %v", rec, err)
 	}
 }
 

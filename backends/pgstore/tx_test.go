@@ -256,7 +256,11 @@ func TestDoTxHeartbeatKeepsLeaseAndDetectsLoss(t *testing.T) {
 			"UPDATE "+s.table+" SET token = nextval('"+s.seq+"'::regclass) WHERE key = 'lost'"); err != nil {
 			return idem.Response{}, err
 		}
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			return idem.Response{}, errors.New("lease loss not detected within 10s")
+		}
 		if cause := context.Cause(ctx); !errors.Is(cause, idem.ErrLeaseLost) {
 			t.Errorf("context cause = %v, want ErrLeaseLost", cause)
 		}

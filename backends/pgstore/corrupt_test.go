@@ -2,8 +2,8 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 

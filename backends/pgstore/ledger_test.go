@@ -106,7 +106,7 @@ func TestApplyFencedWithDoTx(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok, ok, err := s.FencedToken(ctx, s.pool, "effect:k"); err != nil || !ok || tok != res.Lease.Token {
-		t.Fatalf("FencedToken = %d, %v, %v; want %d", tok, ok, err, res.Lease.Token)
+	if tok, ok, err := s.FencedToken(ctx, s.pool, "effect:k"); err != nil || !ok || tok != res.Token {
+		t.Fatalf("FencedToken = %d, %v, %v; want %d", tok, ok, err, res.Token)
 	}
 }

@@ -12,16 +12,11 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-// Defaults of TxOptions.
+// Defaults of TxOptions, the same as the engine's.
 const (
-	DefaultTxLeaseTTL  = 30 * time.Second
-	DefaultTxRetention = 24 * time.Hour
+	DefaultTxLeaseTTL  = idem.DefaultLeaseTTL
+	DefaultTxRetention = idem.DefaultRetention
 )
-
-// cleanupTimeout bounds the rollback and Release that DoTx runs after a
-// failure, on a context detached from the caller's (which may be why it
-// failed).
-const cleanupTimeout = 5 * time.Second
 
 // TxFunc is the business function of DoTx. It runs once per claimed
 // execution, with the lease in ctx (idem.LeaseFrom) and tx, the transaction
@@ -31,9 +26,12 @@ const cleanupTimeout = 5 * time.Second
 type TxFunc func(ctx context.Context, tx pgx.Tx) (idem.Response, error)
 
 // TxOptions configures one DoTx call. The zero value is valid: every zero
-// field takes the default stated on it.
+// field takes the default stated on it. The defaults match idem.New's.
 type TxOptions struct {
-	// LeaseTTL is the lease duration. Default 30s.
+	// LeaseTTL is the lease duration. Default 30s. It also bounds the
+	// completion, the COMMIT and the clean-up after fn returns, which run on
+	// a context detached from the caller's so that a caller giving up does
+	// not turn a finished execution into an ambiguous one.
 	LeaseTTL time.Duration
 	// Retention is how long the completed or failed record is kept and
 	// replayed. Default 24h.
@@ -45,13 +43,14 @@ type TxOptions struct {
 	// with a serialization error: there LeaseTTL must cover fn.
 	HeartbeatInterval time.Duration
 	// MaxResponseSize caps the response, as idem.Response.CheckSize: 0 means
-	// idem.DefaultMaxResponseSize, negative means unlimited. A larger response
-	// is handled as fn returning an error wrapping idem.ErrResponseTooLarge.
+	// idem.DefaultMaxResponseSize, negative means unlimited. Like Engine.Do,
+	// a larger response rolls fn's writes back, is stored as a failure with
+	// status 500 naming the reason, and DoTx returns ErrResponseTooLarge.
 	MaxResponseSize int
-	// Permanent classifies an error of fn. When it returns ok, the error is a
-	// permanent failure: resp is stored with Fail and replayed. Otherwise, and
-	// when Permanent is nil, the error is retryable and the lease is released.
-	Permanent func(err error) (resp idem.Response, ok bool)
+	// Permanent classifies an error of fn: true stores the response fn
+	// returned with it as a permanent failure (replayed like a completion);
+	// false releases the key for a retry. Default idem.IsPermanent.
+	Permanent func(err error) bool
 	// Tx is passed to BeginTx (isolation level, access mode). Default READ
 	// COMMITTED, the server default.
 	Tx pgx.TxOptions
@@ -70,50 +69,44 @@ func (o TxOptions) withDefaults() TxOptions {
 	if o.Tx.IsoLevel != "" && o.Tx.IsoLevel != pgx.ReadCommitted {
 		o.HeartbeatInterval = -1
 	}
+	if o.Permanent == nil {
+		o.Permanent = idem.IsPermanent
+	}
 	return o
-}
-
-// TxResult is the outcome of DoTx.
-type TxResult struct {
-	// Response is the response returned by fn, or the stored one.
-	Response idem.Response
-	// Status is idem.StatusCompleted, or idem.StatusFailed for a permanent
-	// failure (executed now or replayed).
-	Status idem.Status
-	// Replayed is true when Response is a stored one and fn did not run.
-	Replayed bool
-	// Lease is the lease fn ran under; zero when Replayed.
-	Lease idem.Lease
 }
 
 // DoTx runs fn at most once per key in transactional mode: the business
 // writes fn makes on its pgx.Tx and the completed record commit in one
-// transaction, or neither does.
+// transaction, or neither does. It follows the rules of idem.Engine.Do, with
+// the completion moved into fn's transaction:
 //
-//   - Acquire claims key. A completed or failed record with fingerprint fp is
-//     replayed (Replayed true, fn not run). A record with another fingerprint
-//     returns idem.ErrFingerprintMismatch; a live lease returns
-//     idem.ErrInProgress, at once.
-//   - Otherwise DoTx begins a transaction, runs fn(ctx with the lease, tx),
-//     runs the fenced completion (CompleteTx) in the same transaction, and
+//   - An invalid key returns idem.ErrInvalidKey. A record with another
+//     fingerprint returns idem.ErrFingerprintMismatch. A completed or failed
+//     record is replayed (Result.Replayed, Result.Failed; fn does not run).
+//     A live lease returns idem.ErrInProgress at once; DoTx does not wait
+//     (use WaitChange and call again).
+//   - Otherwise DoTx claims the key, begins a transaction, runs fn with the
+//     lease in ctx (idem.LeaseFrom) while a heartbeat renews it, then runs
+//     the fenced completion (CompleteTx) in the same transaction and
 //     commits. When the lease was taken over meanwhile, the fenced update
-//     matches no row, the transaction rolls back (fn's writes with it) and
-//     DoTx returns idem.ErrLeaseLost.
-//   - An error of fn rolls back and, by TxOptions.Permanent, either stores a
-//     permanent failure with Fail (the result has Status failed and fn's
-//     error is returned with it) or releases the lease and returns the error.
+//     matches no row, the transaction rolls back with fn's writes, and DoTx
+//     returns idem.ErrLeaseLost; so does a heartbeat that finds the lease
+//     gone, which also cancels fn's ctx with that cause.
+//   - An error of fn rolls the transaction back. A permanent one (see
+//     TxOptions.Permanent) stores fn's response with Fail and is returned
+//     with Result.Failed; a retryable one releases the key and is returned.
 //     A panic in fn rolls back, releases, and panics again.
 //   - A COMMIT that fails after it was sent returns an ambiguous backend
 //     error and keeps the lease: the transaction may have committed, so only
 //     a take-over after LeaseTTL may run the request again.
 //
-// DoTx validates key like Acquire. It does not wait for a live lease to end;
-// use WaitChange and call again.
-func (s *Store) DoTx(ctx context.Context, key string, fp idem.Fingerprint, opts TxOptions, fn TxFunc) (TxResult, error) {
+// Unlike Engine.Do, DoTx has no recovery hook: a previous holder's writes
+// either committed with its completion (and are replayed) or rolled back.
+func (s *Store) DoTx(ctx context.Context, key string, fp idem.Fingerprint, opts TxOptions, fn TxFunc) (idem.Result, error) {
 	opts = opts.withDefaults()
 	lease, rec, err := s.Acquire(ctx, key, fp, opts.LeaseTTL)
 	if err != nil {
-		return TxResult{}, err
+		return idem.Result{}, err
 	}
 	if rec != nil {
 		return replay(rec, fp)
@@ -122,19 +115,25 @@ func (s *Store) DoTx(ctx context.Context, key string, fp idem.Fingerprint, opts 
 }
 
 // replay answers from an existing record.
-func replay(rec *idem.Record, fp idem.Fingerprint) (TxResult, error) {
+func replay(rec *idem.Record, fp idem.Fingerprint) (idem.Result, error) {
 	switch {
 	case rec.Fingerprint != fp:
-		return TxResult{}, fmt.Errorf("pgstore: key %q: %w", rec.Key, idem.ErrFingerprintMismatch)
+		return idem.Result{}, fmt.Errorf("pgstore: key %q: %w", rec.Key, idem.ErrFingerprintMismatch)
 	case rec.Status == idem.StatusInProgress:
-		return TxResult{}, fmt.Errorf("pgstore: key %q: %w", rec.Key, idem.ErrInProgress)
+		return idem.Result{}, fmt.Errorf("pgstore: key %q: %w", rec.Key, idem.ErrInProgress)
 	}
-	return TxResult{Response: *rec.Response, Status: rec.Status, Replayed: true}, nil
+	return idem.Result{
+		Response: *rec.Response,
+		Token:    rec.Token,
+		Replayed: true,
+		Failed:   rec.Status == idem.StatusFailed,
+	}, nil
 }
 
 // runTx runs fn under l in a transaction that ends with the fenced
 // completion.
-func (s *Store) runTx(ctx context.Context, l *idem.Lease, opts TxOptions, fn TxFunc) (res TxResult, err error) {
+func (s *Store) runTx(ctx context.Context, l *idem.Lease, opts TxOptions, fn TxFunc) (idem.Result, error) {
+	res := idem.Result{Token: l.Token}
 	fnCtx, cancel := context.WithCancelCause(idem.WithLease(ctx, l))
 	defer cancel(nil)
 	stopHeartbeat := s.heartbeat(ctx, *l, opts, cancel)
@@ -143,12 +142,12 @@ func (s *Store) runTx(ctx context.Context, l *idem.Lease, opts TxOptions, fn TxF
 	tx, err := s.pool.BeginTx(ctx, opts.Tx)
 	if err != nil {
 		stopHeartbeat()
-		return TxResult{}, errors.Join(backendError("begin", err, false), s.cleanup(ctx, nil, l))
+		return res, errors.Join(backendError("begin", err, false), s.cleanup(ctx, opts, nil, l))
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			stopHeartbeat()
-			_ = s.cleanup(ctx, tx, l)
+			_ = s.cleanup(ctx, opts, tx, l)
 			panic(p)
 		}
 	}()
@@ -156,47 +155,64 @@ func (s *Store) runTx(ctx context.Context, l *idem.Lease, opts TxOptions, fn TxF
 	resp, fnErr := fn(fnCtx, tx)
 	stopHeartbeat() // before the fenced update, which would make a renewal wait
 	if cause := context.Cause(fnCtx); errors.Is(cause, idem.ErrLeaseLost) {
-		_ = s.cleanup(ctx, tx, nil)
-		return TxResult{}, errors.Join(cause, fnErr)
+		_ = s.cleanup(ctx, opts, tx, nil)
+		return res, errors.Join(cause, fnErr)
 	}
-	if fnErr == nil {
-		fnErr = resp.CheckSize(opts.MaxResponseSize)
-	}
+	fctx, fcancel := finishContext(ctx, opts)
+	defer fcancel()
 	if fnErr != nil {
-		if opts.Permanent != nil {
-			if failResp, ok := opts.Permanent(fnErr); ok {
-				_ = s.cleanup(ctx, tx, nil)
-				if err := s.Fail(ctx, l, failResp, opts.Retention); err != nil {
-					return TxResult{}, errors.Join(err, fnErr)
-				}
-				return TxResult{Response: failResp, Status: idem.StatusFailed, Lease: *l}, fnErr
-			}
+		if !opts.Permanent(fnErr) {
+			return res, errors.Join(fnErr, s.cleanup(ctx, opts, tx, l))
 		}
-		return TxResult{}, errors.Join(fnErr, s.cleanup(ctx, tx, l))
+		_ = s.cleanup(ctx, opts, tx, nil)
+		res.Failed, res.Response = true, resp
+		return res, errors.Join(fnErr, s.failTx(fctx, l, resp, opts))
+	}
+	if sizeErr := resp.CheckSize(opts.MaxResponseSize); sizeErr != nil {
+		_ = s.cleanup(ctx, opts, tx, nil)
+		res.Failed, res.Response = true, resp
+		return res, errors.Join(sizeErr, s.failTx(fctx, l, resp, opts))
 	}
 
-	if err := s.CompleteTx(ctx, tx, l, resp, opts.Retention); err != nil {
+	res.Response = resp
+	if err := s.CompleteTx(fctx, tx, l, resp, opts.Retention); err != nil {
 		if errors.Is(err, idem.ErrLeaseLost) {
-			_ = s.cleanup(ctx, tx, nil)
-			return TxResult{}, err
+			_ = s.cleanup(ctx, opts, tx, nil)
+			return res, err
 		}
-		return TxResult{}, errors.Join(err, s.cleanup(ctx, tx, l))
+		return res, errors.Join(err, s.cleanup(ctx, opts, tx, l))
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := tx.Commit(fctx); err != nil {
 		if mayHaveRun(err) {
-			return TxResult{}, idem.MarkAmbiguous(backendError("commit", err, false))
+			return res, idem.MarkAmbiguous(backendError("commit", err, false))
 		}
-		return TxResult{}, errors.Join(backendError("commit", err, false), s.cleanup(ctx, nil, l))
+		return res, errors.Join(backendError("commit", err, false), s.cleanup(ctx, opts, nil, l))
 	}
-	return TxResult{Response: resp, Status: idem.StatusCompleted, Lease: *l}, nil
+	return res, nil
+}
+
+// finishContext is the context of the statements that record an outcome:
+// detached from the caller's cancellation, bounded by the lease TTL.
+func finishContext(ctx context.Context, opts TxOptions) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), opts.LeaseTTL)
+}
+
+// failTx stores resp as the permanent failure of l, after fn's transaction
+// rolled back. A response above the size cap is replaced, as Engine.Do does,
+// by a 500 that names the reason.
+func (s *Store) failTx(ctx context.Context, l *idem.Lease, resp idem.Response, opts TxOptions) error {
+	if err := resp.CheckSize(opts.MaxResponseSize); err != nil {
+		resp = idem.Response{Status: 500, Body: []byte(err.Error())}
+	}
+	return s.Fail(ctx, l, resp, opts.Retention)
 }
 
 // cleanup rolls tx back (when not nil) and releases l (when not nil), on a
-// context detached from ctx and bounded by cleanupTimeout. It returns the
-// Release error; a failed rollback needs no action (pgx closes the
-// connection, which ends the transaction on the server).
-func (s *Store) cleanup(ctx context.Context, tx pgx.Tx, l *idem.Lease) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+// finishContext. It returns the Release error; a failed rollback needs no
+// action (pgx closes the connection, which ends the transaction on the
+// server).
+func (s *Store) cleanup(ctx context.Context, opts TxOptions, tx pgx.Tx, l *idem.Lease) error {
+	ctx, cancel := finishContext(ctx, opts)
 	defer cancel()
 	if tx != nil {
 		_ = tx.Rollback(ctx)

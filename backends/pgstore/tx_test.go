@@ -67,10 +67,10 @@ func TestDoTxCommitsBusinessWriteWithCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := resp("created")
-	if res.Replayed || res.Status != idem.StatusCompleted || !res.Response.Equal(&want) || res.Lease.Token == 0 {
+	if res.Replayed || res.Failed || !res.Response.Equal(&want) || res.Token == 0 {
 		t.Fatalf("first DoTx = %+v", res)
 	}
-	if got := bizRows(t, s, biz); len(got) != 1 || got["order-1"] != int64(res.Lease.Token) {
+	if got := bizRows(t, s, biz); len(got) != 1 || got["order-1"] != int64(res.Token) {
 		t.Fatalf("business rows = %v", got)
 	}
 
@@ -107,13 +107,16 @@ func TestDoTxStaleHolderRollsBack(t *testing.T) {
 	aWrote := make(chan struct{})
 	bDone := make(chan struct{})
 	type outcome struct {
-		res TxResult
+		res idem.Result
 		err error
 	}
 	aOut := make(chan outcome, 1)
+	var aToken idem.Token
 	go func() {
 		res, err := s.DoTx(ctx, "pay", fp("a"), TxOptions{LeaseTTL: ttl, HeartbeatInterval: -1},
 			func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
+				l, _ := idem.LeaseFrom(ctx)
+				aToken = l.Token
 				r, err := insertBiz(biz, "charge-A", "A")(ctx, tx)
 				close(aWrote)
 				<-bDone // the "GC pause": B takes over and finishes meanwhile
@@ -129,8 +132,8 @@ func TestDoTxStaleHolderRollsBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("B: %v", err)
 	}
-	if resB.Replayed || resB.Lease.PrevToken == 0 {
-		t.Fatalf("B did not take over: %+v", resB)
+	if resB.Replayed || resB.Token <= aToken {
+		t.Fatalf("B did not take over from token %d: %+v", aToken, resB)
 	}
 
 	a := <-aOut
@@ -138,12 +141,12 @@ func TestDoTxStaleHolderRollsBack(t *testing.T) {
 		t.Fatalf("stale holder A: %+v, %v; want ErrLeaseLost", a.res, a.err)
 	}
 	got := bizRows(t, s, biz)
-	if _, ok := got["charge-A"]; ok || len(got) != 1 || got["charge-B"] != int64(resB.Lease.Token) {
-		t.Fatalf("business rows = %v, want only charge-B with token %d", got, resB.Lease.Token)
+	if _, ok := got["charge-A"]; ok || len(got) != 1 || got["charge-B"] != int64(resB.Token) {
+		t.Fatalf("business rows = %v, want only charge-B with token %d", got, resB.Token)
 	}
 	rec, err := s.Get(ctx, "pay")
 	wantB := resp("B")
-	if err != nil || rec.Token != resB.Lease.Token || !rec.Response.Equal(&wantB) {
+	if err != nil || rec.Token != resB.Token || !rec.Response.Equal(&wantB) {
 		t.Fatalf("record = %+v, %v; want B's completion", rec, err)
 	}
 }
@@ -172,7 +175,7 @@ func TestDoTxRetryableErrorReleasesAndRollsBack(t *testing.T) {
 		t.Fatalf("lease not released: %v", err)
 	}
 	res, err := s.DoTx(ctx, "k", fp("a"), TxOptions{}, insertBiz(biz, "x", "ok"))
-	if err != nil || res.Lease.Token <= first || res.Lease.PrevToken != 0 {
+	if err != nil || res.Token <= first || res.Replayed {
 		t.Fatalf("retry = %+v, %v", res, err)
 	}
 }
@@ -183,23 +186,21 @@ func TestDoTxPermanentErrorIsStoredAndReplayed(t *testing.T) {
 	ctx := context.Background()
 	declined := errors.New("card declined")
 	failResp := idem.Response{Status: 402, Body: []byte("declined")}
-	opts := TxOptions{Permanent: func(err error) (idem.Response, bool) {
-		return failResp, errors.Is(err, declined)
-	}}
+	opts := TxOptions{} // the default classifier: idem.IsPermanent
 	res, err := s.DoTx(ctx, "k", fp("a"), opts, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
 		if _, err := insertBiz(biz, "x", "")(ctx, tx); err != nil {
 			return idem.Response{}, err
 		}
-		return idem.Response{}, declined
+		return failResp, idem.Permanent(declined)
 	})
-	if !errors.Is(err, declined) || res.Status != idem.StatusFailed || !res.Response.Equal(&failResp) || res.Replayed {
+	if !errors.Is(err, declined) || !res.Failed || !res.Response.Equal(&failResp) || res.Replayed {
 		t.Fatalf("DoTx = %+v, %v", res, err)
 	}
 	if got := bizRows(t, s, biz); len(got) != 0 {
 		t.Fatalf("business write of a failed execution committed: %v", got)
 	}
 	res, err = s.DoTx(ctx, "k", fp("a"), opts, insertBiz(biz, "x", "ok"))
-	if err != nil || !res.Replayed || res.Status != idem.StatusFailed || !res.Response.Equal(&failResp) {
+	if err != nil || !res.Replayed || !res.Failed || !res.Response.Equal(&failResp) {
 		t.Fatalf("replay = %+v, %v", res, err)
 	}
 }
@@ -243,7 +244,7 @@ func TestDoTxHeartbeatKeepsLeaseAndDetectsLoss(t *testing.T) {
 		}
 		return insertBiz(biz, "slow", "ok")(ctx, tx)
 	})
-	if err != nil || res.Status != idem.StatusCompleted {
+	if err != nil || res.Failed {
 		t.Fatalf("slow DoTx = %+v, %v", res, err)
 	}
 
@@ -274,17 +275,26 @@ func TestDoTxHeartbeatKeepsLeaseAndDetectsLoss(t *testing.T) {
 	}
 }
 
-func TestDoTxResponseTooLarge(t *testing.T) {
+func TestDoTxResponseTooLargeIsStoredAsFailure(t *testing.T) {
 	s := newStore(t, Options{})
+	biz := bizTable(t, s)
 	ctx := context.Background()
-	_, err := s.DoTx(ctx, "k", fp("a"), TxOptions{MaxResponseSize: 10}, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
+	big := func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
+		if _, err := insertBiz(biz, "x", "")(ctx, tx); err != nil {
+			return idem.Response{}, err
+		}
 		return idem.Response{Status: 200, Body: []byte(strings.Repeat("x", 11))}, nil
-	})
-	if !errors.Is(err, idem.ErrResponseTooLarge) {
-		t.Fatalf("err = %v, want ErrResponseTooLarge", err)
 	}
-	if _, err := s.Get(ctx, "k"); !errors.Is(err, idem.ErrNotFound) {
-		t.Fatalf("lease not released: %v", err)
+	res, err := s.DoTx(ctx, "k", fp("a"), TxOptions{MaxResponseSize: 10}, big)
+	if !errors.Is(err, idem.ErrResponseTooLarge) || !res.Failed {
+		t.Fatalf("DoTx = %+v, %v; want a failure with ErrResponseTooLarge", res, err)
+	}
+	if got := bizRows(t, s, biz); len(got) != 0 {
+		t.Fatalf("business write with an oversized response committed: %v", got)
+	}
+	rec, err := s.Get(ctx, "k")
+	if err != nil || rec.Status != idem.StatusFailed || rec.Response.Status != 500 {
+		t.Fatalf("record = %+v, %v; want a stored 500 failure", rec, err)
 	}
 }
 
@@ -293,7 +303,7 @@ func TestDoTxSerializableIsolation(t *testing.T) {
 	biz := bizTable(t, s)
 	res, err := s.DoTx(context.Background(), "k", fp("a"),
 		TxOptions{Tx: pgx.TxOptions{IsoLevel: pgx.Serializable}}, insertBiz(biz, "x", "ok"))
-	if err != nil || res.Status != idem.StatusCompleted {
+	if err != nil || res.Failed {
 		t.Fatalf("DoTx at SERIALIZABLE = %+v, %v", res, err)
 	}
 }

@@ -133,16 +133,17 @@ SELECT c.now, t.token, t.status, t.lease_expires_at
 FROM (SELECT clock_timestamp() AS now) c
 LEFT JOIN {{table}} t ON t.key = $1 AND t.status <> 'released' AND t.expires_at > c.now`
 
-// sweepSQL deletes at most $1 absent rows. The inner SELECT locks the rows
-// it picks and skips rows another session has locked (a concurrent sweeper, a
-// claim overwriting the row), so concurrent sweepers never wait on each other
-// and never delete a row twice; a row that a claim revived since the snapshot
-// fails the re-checked condition and is not picked.
+// sweepSQL deletes at most $1 rows that have been absent for at least $2
+// (sweepMargin). The inner SELECT locks the rows it picks and skips rows
+// another session has locked (a concurrent sweeper, a claim overwriting the
+// row), so concurrent sweepers never wait on each other and never delete a
+// row twice; a row that a claim revived since the snapshot fails the
+// re-checked condition and is not picked.
 const sweepSQL = `
 DELETE FROM {{table}}
 WHERE key = ANY(ARRAY(
 	SELECT key FROM {{table}}
-	WHERE expires_at <= (SELECT clock_timestamp())
+	WHERE expires_at <= (SELECT clock_timestamp()) - $2::interval
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED))`
 

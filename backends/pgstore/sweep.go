@@ -6,8 +6,16 @@ import (
 	"time"
 )
 
-// Sweep deletes the rows of absent records (past ExpiresAt, or released) in
-// batches of at most Options.SweepBatch rows, one statement per batch, until a
+// sweepMargin is how long a row stays absent before the sweeper may delete
+// it. Until then a new claim of the key overwrites the row in place and draws
+// its token under the row lock. A claim that finds no row draws its token a
+// moment before inserting; the margin makes sure that no row with a higher
+// token can have come and gone in that moment, so tokens never go down for a
+// key, whatever the retention or TTLs.
+const sweepMargin = time.Minute
+
+// Sweep deletes the rows of absent records (past ExpiresAt, or released,
+// for at least a minute) in batches of at most Options.SweepBatch rows, one statement per batch, until a
 // batch comes back short, and returns how many rows it deleted. Several
 // sweepers, in one process or many, may run at once: each batch locks the
 // rows it picks with FOR UPDATE SKIP LOCKED, so they split the work, never
@@ -19,7 +27,7 @@ import (
 // deleted rows stay deleted. ctx is checked between batches.
 func (s *Store) Sweep(ctx context.Context) (removed int, err error) {
 	for {
-		n, err := s.exec(ctx, "sweep", false, s.sql.sweep, s.opts.SweepBatch)
+		n, err := s.exec(ctx, "sweep", false, s.sql.sweep, s.opts.SweepBatch, sweepMargin)
 		removed += int(n)
 		if err != nil {
 			return removed, err

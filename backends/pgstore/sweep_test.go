@@ -37,11 +37,16 @@ func countRows(t *testing.T, s *Store, where string) int {
 func TestSweepDeletesOnlyAbsentRows(t *testing.T) {
 	s := newStore(t, Options{SweepBatch: 7})
 	ctx := context.Background()
-	seedRows(t, s, "old", 50, -time.Second)
+	seedRows(t, s, "old", 50, -sweepMargin-time.Second)
+	seedRows(t, s, "recent", 5, -time.Second) // absent, but within the margin
 	seedRows(t, s, "live", 20, time.Hour)
 	l := mustAcquire(t, s, "released", fp("a"), time.Minute)
 	if err := s.Release(ctx, l); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "UPDATE "+s.table+" SET expires_at = expires_at - $1::interval WHERE key = 'released'",
+		sweepMargin+time.Second); err != nil {
+		t.Fatal(err) // released long ago
 	}
 	mustAcquire(t, s, "held", fp("a"), time.Minute)
 
@@ -49,8 +54,8 @@ func TestSweepDeletesOnlyAbsentRows(t *testing.T) {
 	if err != nil || n != 51 {
 		t.Fatalf("Sweep = %d, %v; want 50 expired rows and 1 tombstone", n, err)
 	}
-	if got := countRows(t, s, "true"); got != 21 {
-		t.Fatalf("%d rows left, want the 20 live ones and the held lease", got)
+	if got := countRows(t, s, "true"); got != 26 {
+		t.Fatalf("%d rows left, want the 20 live ones, the held lease and 5 recent", got)
 	}
 	if n, err := s.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("second Sweep = %d, %v; want 0", n, err)
@@ -64,7 +69,7 @@ func TestSweepDeletesOnlyAbsentRows(t *testing.T) {
 func TestConcurrentSweepersDeleteEachRowOnce(t *testing.T) {
 	s := newStore(t, Options{SweepBatch: 50})
 	const expired, live, sweepers = 3000, 300, 8
-	seedRows(t, s, "old", expired, -time.Second)
+	seedRows(t, s, "old", expired, -sweepMargin-time.Second)
 	seedRows(t, s, "live", live, time.Hour)
 
 	var (
@@ -112,7 +117,7 @@ func TestStartSweeper(t *testing.T) {
 	s := newStore(t, Options{SweepInterval: 20 * time.Millisecond, SweepBatch: 10})
 	stop := s.StartSweeper(context.Background())
 	defer stop()
-	seedRows(t, s, "old", 35, -time.Second)
+	seedRows(t, s, "old", 35, -sweepMargin-time.Second)
 	deadline := time.Now().Add(5 * time.Second)
 	for countRows(t, s, "true") != 0 {
 		if time.Now().After(deadline) {

@@ -36,7 +36,7 @@
 // expiry plus Options.TakeoverGrace (default 24h) for rows in progress.
 // Release turns the row into a tombstone ('released', expires_at = now).
 //
-// Every time is the server's clock_timestamp(), read once per statement;
+// Every time is the server's statement_timestamp(), one value per statement;
 // durations travel as interval parameters; the client's clock is never
 // stored or compared. Table and schema names are checked against
 // ^[a-z_][a-z0-9_]{0,39}$ and quoted with pgx.Identifier.Sanitize; every

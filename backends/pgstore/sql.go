@@ -4,11 +4,11 @@ import "strings"
 
 // statements holds the SQL text of every operation, with the table, sequence
 // and ledger names already substituted (they are validated and quoted by
-// New). Values always travel as parameters. Every statement reads the server
-// clock exactly once, as c.now from (SELECT clock_timestamp() AS now) c, so
-// that times are the server's, are the same inside and outside a transaction
-// (now() would be the transaction's start), and a volatile call never leaks
-// into an index condition.
+// New). Values always travel as parameters. Every statement takes the time
+// from the server's statement_timestamp(): the start of the statement, one
+// value for the whole statement, the same inside and outside a transaction
+// (now() would be the transaction's start), and stable, so usable in index
+// conditions.
 type statements struct {
 	acquire   string
 	heartbeat string
@@ -43,53 +43,51 @@ type statements struct {
 // the other) and Acquire runs the statement again; the new snapshot sees the
 // row that made the DO UPDATE decline. See doc.go for the argument.
 const acquireSQL = `
-WITH c AS (SELECT clock_timestamp() AS now),
-up AS (
+WITH up AS (
 	INSERT INTO {{table}} AS r (key, status, fingerprint, token, prev_token,
 		lease_expires_at, response, created_at, updated_at, expires_at)
-	SELECT $1, 'in_progress', $2, nextval('{{seq}}'::regclass), 0,
-		c.now + $3::interval, NULL, c.now, c.now, c.now + $3::interval + $4::interval
-	FROM c
+	VALUES ($1, 'in_progress', $2, nextval('{{seq}}'::regclass), 0,
+		statement_timestamp() + $3::interval, NULL, statement_timestamp(), statement_timestamp(),
+		statement_timestamp() + $3::interval + $4::interval)
 	ON CONFLICT (key) DO UPDATE SET
 		status = 'in_progress',
 		fingerprint = EXCLUDED.fingerprint,
 		token = nextval('{{seq}}'::regclass),
-		prev_token = CASE WHEN r.status <> 'released' AND r.expires_at > EXCLUDED.updated_at
+		prev_token = CASE WHEN r.status <> 'released' AND r.expires_at > statement_timestamp()
 			THEN r.token ELSE 0 END,
 		lease_expires_at = EXCLUDED.lease_expires_at,
 		response = NULL,
-		created_at = CASE WHEN r.status <> 'released' AND r.expires_at > EXCLUDED.updated_at
+		created_at = CASE WHEN r.status <> 'released' AND r.expires_at > statement_timestamp()
 			THEN r.created_at ELSE EXCLUDED.created_at END,
 		updated_at = EXCLUDED.updated_at,
 		expires_at = EXCLUDED.expires_at
 	WHERE r.status = 'released'
-		OR r.expires_at <= EXCLUDED.updated_at
+		OR r.expires_at <= statement_timestamp()
 		OR (r.status = 'in_progress'
-			AND r.lease_expires_at <= EXCLUDED.updated_at
+			AND r.lease_expires_at <= statement_timestamp()
 			AND r.fingerprint = EXCLUDED.fingerprint)
 	RETURNING true AS acquired, false AS retry, r.status, r.fingerprint, r.token,
 		r.prev_token, r.lease_expires_at, r.response, r.expires_at
 )
 SELECT * FROM up
 UNION ALL
-SELECT false, (t.status = 'released' OR t.expires_at <= c.now
-		OR (t.status = 'in_progress' AND t.lease_expires_at <= c.now AND t.fingerprint = $2)) IS TRUE,
+SELECT false, (t.status = 'released' OR t.expires_at <= statement_timestamp()
+		OR (t.status = 'in_progress' AND t.lease_expires_at <= statement_timestamp() AND t.fingerprint = $2)) IS TRUE,
 	t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at
-FROM {{table}} t, c
+FROM {{table}} t
 WHERE t.key = $1 AND NOT EXISTS (SELECT FROM up)`
 
 // fencedWhere is the ownership test of every write after Acquire: the row is
 // present, in progress and carries the caller's token. An expired lease that
 // was not taken over still passes.
-const fencedWhere = `t.key = $1 AND t.token = $2 AND t.status = 'in_progress' AND t.expires_at > c.now`
+const fencedWhere = `t.key = $1 AND t.token = $2 AND t.status = 'in_progress' AND t.expires_at > statement_timestamp()`
 
 // heartbeatSQL: $1 key, $2 token, $3 lease TTL, $4 take-over grace.
 const heartbeatSQL = `
 UPDATE {{table}} t SET
-	lease_expires_at = c.now + $3::interval,
-	expires_at = c.now + $3::interval + $4::interval,
-	updated_at = c.now
-FROM (SELECT clock_timestamp() AS now) c
+	lease_expires_at = statement_timestamp() + $3::interval,
+	expires_at = statement_timestamp() + $3::interval + $4::interval,
+	updated_at = statement_timestamp()
 WHERE ` + fencedWhere + `
 RETURNING t.lease_expires_at`
 
@@ -100,9 +98,8 @@ UPDATE {{table}} t SET
 	status = $3,
 	response = $4,
 	lease_expires_at = NULL,
-	updated_at = c.now,
-	expires_at = c.now + $5::interval
-FROM (SELECT clock_timestamp() AS now) c
+	updated_at = statement_timestamp(),
+	expires_at = statement_timestamp() + $5::interval
 WHERE ` + fencedWhere
 
 // releaseSQL turns the row into a tombstone that is absent right away
@@ -115,23 +112,22 @@ UPDATE {{table}} t SET
 	status = 'released',
 	lease_expires_at = NULL,
 	response = NULL,
-	updated_at = c.now,
-	expires_at = c.now
-FROM (SELECT clock_timestamp() AS now) c
+	updated_at = statement_timestamp(),
+	expires_at = statement_timestamp()
 WHERE ` + fencedWhere
 
 // getSQL: $1 key.
 const getSQL = `
 SELECT t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at
-FROM {{table}} t, (SELECT clock_timestamp() AS now) c
-WHERE t.key = $1 AND t.status <> 'released' AND t.expires_at > c.now`
+FROM {{table}} t
+WHERE t.key = $1 AND t.status <> 'released' AND t.expires_at > statement_timestamp()`
 
 // peekSQL returns the server time and, when the key is present, its token,
 // status and lease expiry. $1 key.
 const peekSQL = `
-SELECT c.now, t.token, t.status, t.lease_expires_at
-FROM (SELECT clock_timestamp() AS now) c
-LEFT JOIN {{table}} t ON t.key = $1 AND t.status <> 'released' AND t.expires_at > c.now`
+SELECT statement_timestamp(), t.token, t.status, t.lease_expires_at
+FROM (SELECT) c
+LEFT JOIN {{table}} t ON t.key = $1 AND t.status <> 'released' AND t.expires_at > statement_timestamp()`
 
 // sweepSQL deletes at most $1 rows that have been absent for at least $2
 // (sweepMargin). The inner SELECT locks the rows it picks and skips rows
@@ -143,7 +139,7 @@ const sweepSQL = `
 DELETE FROM {{table}}
 WHERE key = ANY(ARRAY(
 	SELECT key FROM {{table}}
-	WHERE expires_at <= (SELECT clock_timestamp()) - $2::interval
+	WHERE expires_at <= statement_timestamp() - $2::interval
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED))`
 
@@ -151,7 +147,7 @@ WHERE key = ANY(ARRAY(
 // higher token was recorded before. A row comes back only when it applied.
 const applySQL = `
 INSERT INTO {{ledger}} AS f (effect_key, last_token, updated_at)
-VALUES ($1, $2, clock_timestamp())
+VALUES ($1, $2, statement_timestamp())
 ON CONFLICT (effect_key) DO UPDATE SET
 	last_token = EXCLUDED.last_token,
 	updated_at = EXCLUDED.updated_at

@@ -70,6 +70,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		d.rec = history.NewRecorder()
 	}
 	d.eng = idem.New(cfg.Store, d.engineOptions()...)
+	defer d.eng.Close() // every Do has returned by then: wait for the heartbeat goroutine
 	res := &Result{Recorder: d.rec, Ledger: cfg.Sink.Ledger(), Start: time.Now(), Open: cfg.Rate > 0, Recovery: cfg.Engine.Recovery}
 
 	if d.faults != nil {

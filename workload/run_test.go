@@ -15,12 +15,7 @@ import (
 	"github.com/idembench/idembench/workload"
 )
 
-// The engine's heartbeat scheduler is one goroutine per engine that exits
-// on its first tick (a quarter heartbeat interval) after the last execution
-// ends; the engine has no Close to wait for it. Everything else must be gone.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/idembench/idembench/idem.(*heartbeats).loop"))
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func mustSink(t *testing.T, name string) workload.Sink {
 	t.Helper()

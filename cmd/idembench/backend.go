@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idembench/idembench/backends/memstore"
 	"github.com/idembench/idembench/backends/naive"
+	"github.com/idembench/idembench/backends/pgstore"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -57,10 +62,64 @@ func openStore(ctx context.Context, backend, engine, redisURL, postgresURL strin
 	case backendMemory:
 		st := memstore.New(memstore.Options{})
 		return &openedStore{store: st, close: func() { st.Close() }}, nil
-	case backendRedis, backendPostgres:
-		return nil, usageErr("--backend %s is not wired into this build yet (use --backend memory)", backend)
+	case backendPostgres:
+		return openPostgres(ctx, postgresURL)
+	case backendRedis:
+		return nil, usageErr("--backend redis is not wired into this build yet (use --backend memory or postgres)")
 	}
 	return nil, usageErr("--backend %q: want memory, redis or postgres", backend)
+}
+
+// pgTable is the harness's own records table, apart from any application's.
+const pgTable = "idembench_keys"
+
+// pgMinConns is the least pool size: every client may hold a connection.
+const pgMinConns = 32
+
+// openPostgres connects to url, checks the server answers and migrates the
+// harness's table. A bad URL is a usage error; a server that does not
+// answer, or refuses the migration, is an environment error.
+func openPostgres(ctx context.Context, url string) (*openedStore, error) {
+	if url == "" {
+		return nil, usageErr("--backend postgres needs --postgres-url or IDEM_POSTGRES_URL")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, usageErr("--postgres-url: %v", err)
+	}
+	cfg.MaxConns = max(cfg.MaxConns, pgMinConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, envErr(fmt.Errorf("postgres: %w", err))
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, envErr(fmt.Errorf("postgres unreachable at %s: %w", redactURL(url), err))
+	}
+	st, err := pgstore.New(pool, pgstore.Options{Table: pgTable})
+	if err != nil {
+		pool.Close()
+		return nil, usageErr("postgres: %v", err)
+	}
+	if err := st.Migrate(pctx); err != nil {
+		pool.Close()
+		return nil, envErr(fmt.Errorf("postgres: migrate: %w", err))
+	}
+	// Rows of earlier runs expire after the engine's retention; the
+	// sweeper deletes them while this run goes on.
+	stop := st.StartSweeper(context.WithoutCancel(ctx))
+	return &openedStore{store: st, persistent: true, close: func() { stop(); pool.Close() }}, nil
+}
+
+// redactURL hides the password of a connection URL.
+func redactURL(s string) string {
+	u, err := neturl.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // describeBackend names the store for the history header.

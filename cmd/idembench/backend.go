@@ -36,7 +36,6 @@ func engineNames() []string {
 // openedStore is a store ready for a run.
 type openedStore struct {
 	store idem.Store
-	clock idem.Clock
 	// persistent stores keep keys across runs: keys get a per-run prefix.
 	persistent bool
 	close      func()

@@ -78,7 +78,6 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 	cfg := sc.Workload(sp.Duration)
 	cfg.Seed = sp.Seed
 	cfg.Store = st.store
-	cfg.StoreClock = st.clock
 	cfg.Sink = sink
 	cfg.Engine.Recovery = recovery
 	if sp.Clients > 0 {

@@ -153,7 +153,8 @@ return {1}
 // probeScript is the read WaitChange uses: whether the record is still the
 // in-progress one it waits for, and how long its lease has left.
 //
-// KEYS: record. Returns {status or ”, token or ”, lease ms left}.
+// KEYS: record. Returns {status, token, lease ms left}, with empty strings
+// for an absent record or a key of another type.
 var probeScript = redis.NewScript(luaPrelude + `
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return {'', '', 0} end
 local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'lease_ms')

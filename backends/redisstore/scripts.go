@@ -55,17 +55,20 @@ end
 //
 // A record whose acq_id equals this call's id was written by this very call
 // and delivered again by a client-side retry: the same lease is returned.
-// The counter is never decremented and never expires; the guard after INCR
-// keeps the token above the one taken over even if the counter was lost.
+// Only a well-formed in-progress record is taken over; anything else is
+// returned for the caller to decode (and report as corrupt). The counter is
+// never decremented and never expires; the guard after INCR keeps the token
+// above the one taken over even if the counter was lost.
 var acquireScript = redis.NewScript(luaPrelude + `
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'hash' then return {-1, ty} end
 local t = now()
 local prev = 0
 if ty == 'hash' then
-  local f = redis.call('HMGET', KEYS[1], 'status', 'fp', 'token', 'lease_ms', 'acq_id', 'prev_token')
+  local f = redis.call('HMGET', KEYS[1], 'status', 'fp', 'token', 'lease_ms', 'acq_id', 'prev_token',
+    'expires_ms', 'response')
   local tok, lease = tonumber(f[3]), tonumber(f[4])
-  if f[1] == 'in_progress' and tok and tok > 0 and lease then
+  if f[1] == 'in_progress' and tok and tok > 0 and lease and tonumber(f[7]) and not f[8] then
     if f[5] == ARGV[4] then return {1, tok, tonumber(f[6]) or 0, lease} end
     if f[2] == ARGV[1] and lease <= t then prev = tok end
   end

@@ -111,3 +111,9 @@ func waitGone(t testing.TB, s idem.Store, key string, timeout time.Duration) {
 func resp(body string) idem.Response {
 	return idem.Response{Status: 200, Header: map[string][]string{"X-Test": {"a", "b"}}, Body: []byte(body)}
 }
+
+// waitLeaseExpired sleeps until l has expired by the (shared) host clock.
+func waitLeaseExpired(t testing.TB, l *idem.Lease) {
+	t.Helper()
+	time.Sleep(time.Until(l.Expiry) + 30*time.Millisecond)
+}

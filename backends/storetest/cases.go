@@ -1,0 +1,427 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+func cases() []testCase {
+	return []testCase{
+		{"AcquireOnAbsentKeyGrantsLease", acquireAbsent},
+		{"AcquireOnLiveLeaseReturnsRecord", acquireLive},
+		{"CompleteStoresResponseForReplay", completeReplay},
+		{"FailStoresResponseForReplay", failReplay},
+		{"ReleaseMakesKeyAbsentAndRetryable", releaseAbsent},
+		{"ConcurrentAcquireGrantsExactlyOneLease", raceOneWinner},
+		{"TakeOverOnlyAfterExpiryWithHigherToken", takeOverAfterExpiry},
+		{"TakeOverRefusedForDifferentFingerprint", takeOverOtherFingerprint},
+		{"StaleTokenWritesAreFencedOff", staleTokenFenced},
+		{"WritesAfterCompletionAreFencedOff", fencedAfterCompletion},
+		{"ExpiredLeaseNotTakenOverIsStillOwned", expiredStillOwned},
+		{"TokensIncreaseAcrossReleaseAndRetention", tokensIncrease},
+		{"HeartbeatExtendsLease", heartbeatExtends},
+		{"FingerprintKeptWithRecord", fingerprintKept},
+		{"RetentionExpiryForgetsRecord", retentionExpiry},
+		{"ResponsesRoundTripByteForByte", responseRoundTrip},
+		{"KeysAreExactAndIndependent", keysIndependent},
+		{"CorruptRecordIsReported", corruptRecord},
+		{"CancelledContextChangesNothing", cancelledContext},
+		{"WaiterWakesOnCompletion", waiterWakes},
+		{"SweeperRemovesOnlyExpiredRecords", sweeperRemoves},
+	}
+}
+
+func acquireAbsent(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("a"), long)
+	if l.Token == 0 || l.PrevToken != 0 || l.Key != key || l.Fingerprint != fp("a") {
+		t.Fatalf("lease = %+v, want non-zero token, no previous token, key and fingerprint set", l)
+	}
+	if l.Expiry.IsZero() {
+		t.Fatalf("lease has no expiry")
+	}
+	rec := mustGet(t, st, key)
+	if rec.Status != idem.StatusInProgress || rec.Token != l.Token || rec.Response != nil {
+		t.Fatalf("record = %+v, want in progress with token %d and no response", rec, l.Token)
+	}
+}
+
+func acquireLive(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("a"), long)
+	rec := mustRecord(t, st, key, fp("a"), long)
+	if rec.Status != idem.StatusInProgress || rec.Token != l.Token {
+		t.Fatalf("record = %+v, want in progress with the holder's token %d", rec, l.Token)
+	}
+}
+
+func completeReplay(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("a"), long)
+	want := sampleResponse("c")
+	if err := st.Complete(bg(), l, want, long); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	rec := mustRecord(t, st, key, fp("a"), long)
+	if rec.Status != idem.StatusCompleted || rec.Token != l.Token {
+		t.Fatalf("record = %+v, want completed by token %d", rec, l.Token)
+	}
+	sameResponse(t, rec.Response, want)
+}
+
+func failReplay(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("a"), long)
+	want := idem.Response{Status: 402, Body: []byte("card declined")}
+	if err := st.Fail(bg(), l, want, long); err != nil {
+		t.Fatalf("Fail: %v", err)
+	}
+	rec := mustRecord(t, st, key, fp("a"), long)
+	if rec.Status != idem.StatusFailed {
+		t.Fatalf("status = %v, want failed", rec.Status)
+	}
+	sameResponse(t, rec.Response, want)
+}
+
+func releaseAbsent(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("a"), long)
+	if err := st.Release(bg(), l); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("Get after Release: err = %v, want ErrNotFound", err)
+	}
+	l2 := mustAcquire(t, st, key, fp("a"), long)
+	if l2.Token <= l.Token || l2.PrevToken != 0 {
+		t.Fatalf("lease after Release = %+v, want token > %d and no previous token", l2, l.Token)
+	}
+}
+
+func raceOneWinner(t *testing.T, s *suite, st idem.Store, key string) {
+	const n = 32
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		leases  int
+		records int
+		start   = make(chan struct{})
+	)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			l, rec, err := st.Acquire(bg(), key, fp("a"), long)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Errorf("Acquire: %v", err)
+			case l != nil:
+				leases++
+			case rec != nil:
+				records++
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if leases != 1 || records != n-1 {
+		t.Fatalf("%d racing Acquires gave %d leases and %d records, want 1 and %d", n, leases, records, n-1)
+	}
+}
+
+func takeOverAfterExpiry(t *testing.T, s *suite, st idem.Store, key string) {
+	l1 := mustAcquire(t, st, key, fp("a"), s.ttl)
+	s.wait(s.ttl / 4)
+	if rec := mustRecord(t, st, key, fp("a"), s.ttl); rec.Token != l1.Token {
+		t.Fatalf("before expiry: record token %d, want %d", rec.Token, l1.Token)
+	}
+	s.wait(s.pastTTL())
+	l2 := mustAcquire(t, st, key, fp("a"), long)
+	if l2.Token <= l1.Token || l2.PrevToken != l1.Token {
+		t.Fatalf("take-over lease = %+v, want token > %d and PrevToken %d", l2, l1.Token, l1.Token)
+	}
+}
+
+func takeOverOtherFingerprint(t *testing.T, s *suite, st idem.Store, key string) {
+	l1 := mustAcquire(t, st, key, fp("a"), s.ttl)
+	s.wait(s.pastTTL())
+	rec := mustRecord(t, st, key, fp("b"), long)
+	if rec.Token != l1.Token || rec.Fingerprint != fp("a") {
+		t.Fatalf("record = %+v, want the first request's (token %d)", rec, l1.Token)
+	}
+}
+
+func staleTokenFenced(t *testing.T, s *suite, st idem.Store, key string) {
+	old := mustAcquire(t, st, key, fp("a"), s.ttl)
+	s.wait(s.pastTTL())
+	cur := mustAcquire(t, st, key, fp("a"), long)
+	checks := []struct {
+		name string
+		call func() error
+	}{
+		{"Heartbeat", func() error { return st.Heartbeat(bg(), old, long) }},
+		{"Complete", func() error { return st.Complete(bg(), old, sampleResponse("old"), long) }},
+		{"Fail", func() error { return st.Fail(bg(), old, sampleResponse("old"), long) }},
+		{"Release", func() error { return st.Release(bg(), old) }},
+	}
+	for _, c := range checks {
+		if err := c.call(); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Errorf("stale %s: err = %v, want ErrLeaseLost", c.name, err)
+		}
+		rec := mustGet(t, st, key)
+		if rec.Status != idem.StatusInProgress || rec.Token != cur.Token || rec.Response != nil {
+			t.Fatalf("after stale %s: record = %+v, want unchanged in progress with token %d", c.name, rec, cur.Token)
+		}
+	}
+}
+
+func fencedAfterCompletion(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("a"), long)
+	want := sampleResponse("first")
+	if err := st.Complete(bg(), l, want, long); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if err := st.Complete(bg(), l, sampleResponse("second"), long); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Errorf("second Complete: err = %v, want ErrLeaseLost", err)
+	}
+	if err := st.Fail(bg(), l, sampleResponse("second"), long); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Errorf("Fail after Complete: err = %v, want ErrLeaseLost", err)
+	}
+	if err := st.Release(bg(), l); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Errorf("Release after Complete: err = %v, want ErrLeaseLost", err)
+	}
+	if err := st.Heartbeat(bg(), l, long); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Errorf("Heartbeat after Complete: err = %v, want ErrLeaseLost", err)
+	}
+	rec := mustGet(t, st, key)
+	if rec.Status != idem.StatusCompleted {
+		t.Fatalf("status = %v, want completed", rec.Status)
+	}
+	sameResponse(t, rec.Response, want)
+}
+
+func expiredStillOwned(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("a"), s.ttl)
+	s.wait(s.pastTTL())
+	if err := st.Complete(bg(), l, sampleResponse("late"), long); err != nil {
+		t.Fatalf("Complete after expiry without take-over: %v", err)
+	}
+	if rec := mustGet(t, st, key); rec.Status != idem.StatusCompleted || rec.Token != l.Token {
+		t.Fatalf("record = %+v, want completed by token %d", rec, l.Token)
+	}
+}
+
+func tokensIncrease(t *testing.T, s *suite, st idem.Store, key string) {
+	var last idem.Token
+	next := func(step string) *idem.Lease {
+		l := mustAcquire(t, st, key, fp("a"), long)
+		if l.Token <= last {
+			t.Fatalf("%s: token %d, want > %d", step, l.Token, last)
+		}
+		last = l.Token
+		return l
+	}
+	l := next("first")
+	if err := st.Release(bg(), l); err != nil {
+		t.Fatal(err)
+	}
+	l = next("after Release")
+	if err := st.Complete(bg(), l, sampleResponse("x"), s.ttl); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(s.pastTTL())
+	l = next("after retention expiry")
+	if err := st.Fail(bg(), l, sampleResponse("y"), s.ttl); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(s.pastTTL())
+	next("after failure expiry")
+}
+
+func heartbeatExtends(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("a"), s.ttl)
+	first := l.Expiry
+	for range 3 {
+		s.wait(s.ttl * 6 / 10)
+		if err := st.Heartbeat(bg(), l, s.ttl); err != nil {
+			t.Fatalf("Heartbeat: %v", err)
+		}
+	}
+	if !l.Expiry.After(first) {
+		t.Fatalf("Heartbeat did not advance Lease.Expiry (%v, was %v)", l.Expiry, first)
+	}
+	// 1.8 TTLs after Acquire, the lease is still live thanks to the heartbeats.
+	if rec := mustRecord(t, st, key, fp("a"), long); rec.Token != l.Token {
+		t.Fatalf("record token %d, want %d: heartbeat did not extend the lease", rec.Token, l.Token)
+	}
+}
+
+func fingerprintKept(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("req-1"), long)
+	if rec := mustGet(t, st, key); rec.Fingerprint != fp("req-1") {
+		t.Fatalf("in-progress fingerprint %s, want %s", rec.Fingerprint, fp("req-1"))
+	}
+	if err := st.Complete(bg(), l, sampleResponse("x"), long); err != nil {
+		t.Fatal(err)
+	}
+	rec := mustRecord(t, st, key, fp("req-2"), long)
+	if rec.Fingerprint != fp("req-1") {
+		t.Fatalf("completed fingerprint %s, want %s", rec.Fingerprint, fp("req-1"))
+	}
+}
+
+func retentionExpiry(t *testing.T, s *suite, st idem.Store, key string) {
+	l := mustAcquire(t, st, key, fp("a"), long)
+	if err := st.Complete(bg(), l, sampleResponse("x"), s.ttl); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(s.ttl / 4)
+	if rec := mustGet(t, st, key); rec.Status != idem.StatusCompleted {
+		t.Fatalf("within retention: status %v, want completed", rec.Status)
+	}
+	s.wait(s.pastTTL())
+	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("after retention: err = %v, want ErrNotFound", err)
+	}
+	if l2 := mustAcquire(t, st, key, fp("other"), long); l2.PrevToken != 0 {
+		t.Fatalf("after retention: PrevToken %d, want 0", l2.PrevToken)
+	}
+}
+
+func responseRoundTrip(t *testing.T, s *suite, st idem.Store, key string) {
+	big := make([]byte, 256<<10)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	resps := []idem.Response{
+		{Status: 200},
+		{Status: 204, Header: map[string][]string{"Empty": {""}}},
+		{Status: 500, Body: big},
+		sampleResponse("rt"),
+	}
+	for i, want := range resps {
+		k := key + "." + string(rune('a'+i))
+		l := mustAcquire(t, st, k, fp("a"), long)
+		if err := st.Complete(bg(), l, want, long); err != nil {
+			t.Fatalf("Complete %d: %v", i, err)
+		}
+		sameResponse(t, mustGet(t, st, k).Response, want)
+	}
+}
+
+func keysIndependent(t *testing.T, s *suite, st idem.Store, key string) {
+	maxKey := key + strings.Repeat("~", idem.MaxKeyLen-len(key))
+	keys := []string{key + ".A", key + ".a", key + ".a:b", maxKey, key + `.{x}"'\`}
+	tokens := map[idem.Token]bool{}
+	for _, k := range keys {
+		l := mustAcquire(t, st, k, fp("a"), long)
+		if tokens[l.Token] {
+			t.Fatalf("token %d issued twice", l.Token)
+		}
+		tokens[l.Token] = true
+		if err := st.Complete(bg(), l, idem.Response{Status: 200, Body: []byte(k)}, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range keys {
+		rec := mustGet(t, st, k)
+		if rec.Key != k || string(rec.Response.Body) != k {
+			t.Fatalf("Get(%q) = key %q body %q", k, rec.Key, rec.Response.Body)
+		}
+	}
+}
+
+func corruptRecord(t *testing.T, s *suite, st idem.Store, key string) {
+	if s.cfg.Corrupt == nil {
+		t.Skip("Config.Corrupt not set")
+	}
+	l := mustAcquire(t, st, key, fp("a"), long)
+	if err := st.Complete(bg(), l, sampleResponse("x"), long); err != nil {
+		t.Fatal(err)
+	}
+	s.cfg.Corrupt(t, st, key)
+	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrCorruptRecord) {
+		t.Errorf("Get of corrupt record: err = %v, want ErrCorruptRecord", err)
+	}
+	if l, _, err := st.Acquire(bg(), key, fp("a"), long); !errors.Is(err, idem.ErrCorruptRecord) || l != nil {
+		t.Errorf("Acquire of corrupt record: lease %v err = %v, want ErrCorruptRecord and no lease", l, err)
+	}
+}
+
+func cancelledContext(t *testing.T, s *suite, st idem.Store, key string) {
+	ctx, cancel := context.WithCancel(bg())
+	cancel()
+	l, rec, err := st.Acquire(ctx, key, fp("a"), long)
+	if !errors.Is(err, context.Canceled) || l != nil || rec != nil {
+		t.Fatalf("Acquire with cancelled ctx = %v, %v, %v; want context.Canceled only", l, rec, err)
+	}
+	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("Get after cancelled Acquire: err = %v, want ErrNotFound", err)
+	}
+	held := mustAcquire(t, st, key, fp("a"), long)
+	if err := st.Complete(ctx, held, sampleResponse("x"), long); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Complete with cancelled ctx: err = %v, want context.Canceled", err)
+	}
+	if rec := mustGet(t, st, key); rec.Status != idem.StatusInProgress {
+		t.Fatalf("status after cancelled Complete = %v, want in progress", rec.Status)
+	}
+}
+
+func waiterWakes(t *testing.T, s *suite, st idem.Store, key string) {
+	w, ok := st.(idem.Waiter)
+	if !ok {
+		t.Skip("store is not an idem.Waiter")
+	}
+	l := mustAcquire(t, st, key, fp("a"), long)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+		defer cancel()
+		done <- w.WaitChange(ctx, key)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := st.Complete(bg(), l, sampleResponse("x"), long); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("WaitChange: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitChange did not return within 5s of Complete")
+	}
+	// A wait on a key that is not in progress returns at once.
+	ctx, cancel := context.WithTimeout(bg(), 2*time.Second)
+	defer cancel()
+	if err := w.WaitChange(ctx, key); err != nil {
+		t.Fatalf("WaitChange on completed key: %v", err)
+	}
+}
+
+func sweeperRemoves(t *testing.T, s *suite, st idem.Store, key string) {
+	sw, ok := st.(idem.Sweeper)
+	if !ok {
+		t.Skip("store is not an idem.Sweeper")
+	}
+	short := mustAcquire(t, st, key+".short", fp("a"), long)
+	kept := mustAcquire(t, st, key+".kept", fp("a"), long)
+	if err := st.Complete(bg(), short, sampleResponse("s"), s.ttl); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Complete(bg(), kept, sampleResponse("k"), long); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(s.pastTTL())
+	if _, err := sw.Sweep(bg()); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if _, err := st.Get(bg(), key+".short"); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("expired record after Sweep: err = %v, want ErrNotFound", err)
+	}
+	mustGet(t, st, key+".kept")
+}

@@ -1,0 +1,266 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Func is the work guarded by an idempotency key: the request handler with
+// its side effect. Its ctx carries the lease (LeaseFrom) and is cancelled,
+// with cause ErrLeaseLost, when the lease is lost.
+//
+// On success it returns the response to store and replay. On error the
+// engine's classifier decides: a permanent error stores the returned Response
+// as a failure that is replayed; a retryable error releases the key.
+type Func func(ctx context.Context) (Response, error)
+
+// Result is what Do returns alongside its error.
+type Result struct {
+	// Response is the function's response, or the stored one on replay.
+	Response Response
+	// Token is the fencing token of the execution that produced Response.
+	Token Token
+	// Replayed is true when Response was stored by an earlier execution.
+	Replayed bool
+	// Failed is true when Response records a permanent failure.
+	Failed bool
+	// Recovered is true when the recovery hook reported that a previous,
+	// crashed holder already performed the side effect, and Response is the
+	// one it supplied.
+	Recovered bool
+}
+
+// Engine runs functions at most once per idempotency key on a Store. It is
+// safe for concurrent use; create one per store and reuse it.
+type Engine struct {
+	store  Store
+	waiter Waiter // nil when the store cannot wait
+	cfg    config
+	beats  heartbeats
+}
+
+// New returns an Engine on store. It panics if store is nil.
+func New(store Store, opts ...Option) *Engine {
+	if store == nil {
+		panic("idem: New with nil Store")
+	}
+	e := &Engine{store: store, cfg: defaultConfig()}
+	for _, o := range opts {
+		o(&e.cfg)
+	}
+	if e.cfg.heartbeat == 0 {
+		e.cfg.heartbeat = e.cfg.leaseTTL / 3
+	}
+	e.beats.e = e
+	e.beats.tick = max(e.cfg.heartbeat/ticksPerBeat, time.Millisecond)
+	if e.cfg.finishTime <= 0 {
+		e.cfg.finishTime = e.cfg.leaseTTL
+	}
+	e.waiter, _ = store.(Waiter)
+	return e
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.store }
+
+// LeaseTTL returns the configured lease TTL.
+func (e *Engine) LeaseTTL() time.Duration { return e.cfg.leaseTTL }
+
+// Do runs fn at most once for key and the request identified by fp:
+//
+//   - An invalid key returns ErrInvalidKey without touching the store.
+//   - A key already used by a request with another fingerprint returns
+//     ErrFingerprintMismatch.
+//   - A completed or failed key replays the stored response with
+//     Result.Replayed (and Result.Failed for a stored failure) and a nil error.
+//   - A key whose live lease another caller holds returns ErrInProgress, or,
+//     with WithConflictWait, waits up to the bound and replays.
+//   - Otherwise the lease is taken and fn runs, with a heartbeat renewing
+//     the lease. If this was a take-over and a recovery hook is set, the hook
+//     may complete the key without running fn.
+//
+// After fn: success stores the response with a fenced Complete; a permanent
+// error stores Result.Response with Fail and is returned as is; a retryable
+// error releases the key and is returned as is. If fencing refuses the write
+// (the lease was taken over meanwhile) Do returns ErrLeaseLost with the
+// response fn produced: that result is not stored. A response above the size
+// cap is returned with ErrResponseTooLarge and the key is stored as failed
+// (status 500, the reason in the body) so that retries do not run fn again.
+// If fn panics the key is released and the panic continues.
+//
+// Store errors are returned wrapped, never taken as "key is new" (fail
+// closed); an error after a write may have been applied satisfies Ambiguous.
+func (e *Engine) Do(ctx context.Context, key string, fp Fingerprint, fn Func) (Result, error) {
+	k := key
+	if e.cfg.scope != "" {
+		var err error
+		if k, err = ScopedKey(e.cfg.scope, key); err != nil {
+			return Result{}, err
+		}
+	} else if err := ValidateKey(key); err != nil {
+		return Result{}, err
+	}
+	var deadline time.Time
+	for {
+		lease, rec, err := e.store.Acquire(ctx, k, fp, e.cfg.leaseTTL)
+		if err != nil {
+			return Result{}, fmt.Errorf("idem: acquire %q: %w", key, err)
+		}
+		if lease != nil {
+			return e.execute(ctx, lease, fn)
+		}
+		if rec.Fingerprint != fp {
+			return Result{}, fmt.Errorf("%w: key %q", ErrFingerprintMismatch, key)
+		}
+		switch rec.Status {
+		case StatusCompleted, StatusFailed:
+			return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Failed: rec.Status == StatusFailed}, nil
+		}
+		if e.cfg.conflictWait <= 0 {
+			return Result{}, fmt.Errorf("%w: key %q", ErrInProgress, key)
+		}
+		now := e.cfg.clock.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(e.cfg.conflictWait)
+		}
+		if !now.Before(deadline) {
+			return Result{}, fmt.Errorf("%w: key %q (waited %s)", ErrInProgress, key, e.cfg.conflictWait)
+		}
+		if err := e.wait(ctx, k, deadline.Sub(now)); err != nil {
+			return Result{}, err
+		}
+	}
+}
+
+// wait blocks until the in-progress key may have changed, at most d.
+func (e *Engine) wait(ctx context.Context, key string, d time.Duration) error {
+	if e.waiter != nil {
+		wctx, cancel := context.WithTimeout(ctx, d)
+		err := e.waiter.WaitChange(wctx, key)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil || errors.Is(err, context.DeadlineExceeded) {
+			return nil
+		}
+		return fmt.Errorf("idem: wait for %q: %w", key, err)
+	}
+	t := time.NewTimer(min(d, e.cfg.pollInterval))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// finishCtx is the context of the store calls that record an outcome: they
+// survive the caller's cancellation, bounded by the finish timeout. A caller
+// context that can never be cancelled is used as it is.
+func (e *Engine) finishCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Done() == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.finishTime)
+}
+
+// execute runs fn under lease l and records the outcome.
+func (e *Engine) execute(ctx context.Context, l *Lease, fn Func) (res Result, err error) {
+	res.Token = l.Token
+	if err := e.at(ctx, PointAfterAcquire, l); err != nil {
+		return res, err
+	}
+	if l.PrevToken != 0 && e.cfg.recovery != nil {
+		resp, done, err := e.cfg.recovery(ctx, *l)
+		if err != nil {
+			return res, fmt.Errorf("idem: recovery of %q: %w", l.Key, err)
+		}
+		if done {
+			res.Recovered = true
+			return e.complete(ctx, l, res, resp)
+		}
+	}
+	if err := e.at(ctx, PointBeforeFn, l); err != nil {
+		return res, err
+	}
+
+	x := e.startExecution(ctx, l)
+	panicked := true
+	defer func() {
+		if panicked {
+			x.stop()
+			fctx, cancel := e.finishCtx(ctx)
+			_ = e.store.Release(fctx, l)
+			cancel()
+		}
+	}()
+	resp, ferr := fn(x)
+	panicked = false
+	x.stop()
+
+	if err := e.at(ctx, PointAfterFn, l); err != nil {
+		return res, err
+	}
+	if ferr != nil {
+		if !e.cfg.permanent(ferr) {
+			fctx, cancel := e.finishCtx(ctx)
+			rerr := e.store.Release(fctx, l)
+			cancel()
+			if rerr != nil {
+				return res, errors.Join(ferr, fmt.Errorf("idem: release %q: %w", l.Key, rerr))
+			}
+			return res, ferr
+		}
+		res.Failed = true
+		res.Response = resp
+		if err := e.fail(ctx, l, resp); err != nil {
+			return res, errors.Join(ferr, err)
+		}
+		if err := e.at(ctx, PointAfterComplete, l); err != nil {
+			return res, err
+		}
+		return res, ferr
+	}
+	return e.complete(ctx, l, res, resp)
+}
+
+// complete stores resp as the completed response of l. A response above the
+// size cap is stored as a failure instead (see Do).
+func (e *Engine) complete(ctx context.Context, l *Lease, res Result, resp Response) (Result, error) {
+	res.Response = resp
+	if serr := resp.CheckSize(e.cfg.maxResponse); serr != nil {
+		res.Failed = true
+		if err := e.fail(ctx, l, resp); err != nil {
+			return res, errors.Join(serr, err)
+		}
+		return res, serr
+	}
+	fctx, cancel := e.finishCtx(ctx)
+	err := e.store.Complete(fctx, l, resp, e.cfg.retention)
+	cancel()
+	if err != nil {
+		return res, fmt.Errorf("idem: complete %q: %w", l.Key, err)
+	}
+	if err := e.at(ctx, PointAfterComplete, l); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// fail stores resp as the failure of l; a response above the size cap is
+// replaced by a 500 that names the reason.
+func (e *Engine) fail(ctx context.Context, l *Lease, resp Response) error {
+	if err := resp.CheckSize(e.cfg.maxResponse); err != nil {
+		resp = Response{Status: 500, Body: []byte(err.Error())}
+	}
+	fctx, cancel := e.finishCtx(ctx)
+	defer cancel()
+	if err := e.store.Fail(fctx, l, resp, e.cfg.retention); err != nil {
+		return fmt.Errorf("idem: fail %q: %w", l.Key, err)
+	}
+	return nil
+}

@@ -52,25 +52,28 @@
 //
 // # Fencing tokens
 //
-// Tokens come from INCR of one counter per Redis Cluster hash slot. The
-// counter of slot S is named with a tag T(S): the smallest decimal number
-// whose CRC16 (XMODEM, Redis Cluster's key hash) modulo 16384 is S. The
-// table of the 16384 tags is computed once per process and is a pure
-// function of the hash, so every process and every version of this package
-// uses the same counters. Since a key's record and its slot's counter share
-// the slot, both live on the same node and move together when a slot is
-// migrated; the script is valid in Cluster mode. There are at most 16384
-// counters; they have no TTL, so a token is never issued twice for a key
-// (nor for its slot): it strictly increases across Release, take-over and
-// record expiry. As a further guard a take-over never issues a token below
-// the one it replaces, even if the counter was lost.
+// Tokens come from INCR of one counter per Redis Cluster hash slot: for
+// slot S (of the key's hash tag E) and counter value n, the token is
+// n*16384 + S. It strictly increases per key, since n does, and no two keys
+// ever get the same token, since S tells the slots apart. The counter of
+// slot S is named with a tag T(S): the smallest decimal number whose CRC16
+// (XMODEM, Redis Cluster's key hash) modulo 16384 is S. The table of the
+// 16384 tags is computed once per process and is a pure function of the
+// hash, so every process and every version of this package uses the same
+// counters. Since a key's record and its slot's counter share the slot, both
+// live on the same node and move together when a slot is migrated; the
+// script is valid in Cluster mode. There are at most 16384 counters; they
+// have no TTL, so a token is never issued twice: it strictly increases
+// across Release, take-over and record expiry. As a further guard a
+// take-over never issues a token below the one it replaces, even if the
+// counter was lost.
 //
 // The assumption behind this: the counters are never deleted. That holds
 // while nobody runs FLUSHDB/FLUSHALL or DEL on P:fence:*, the server does not
 // evict keys (maxmemory-policy noeviction, see below), and data survives
 // restarts (AOF or RDB persistence; a Redis without persistence loses
 // records and counters on restart, and tokens start over). Tokens are exact
-// up to 2^53 per slot (Lua numbers are doubles).
+// up to 2^53 (Lua numbers are doubles): 2^39 acquisitions per slot.
 //
 // # Required server configuration
 //

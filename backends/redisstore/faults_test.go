@@ -188,7 +188,7 @@ func TestDuplicateScriptRun(t *testing.T) {
 	ctx := ctxT(t)
 	k := keysFor(s.opts.Prefix, "k")
 	run := func(id string) []any {
-		res, err := acquireScript.Run(ctx, s.client, []string{k.record, k.fence}, fpA.String(), 30000, s.graceMS, id).Slice()
+		res, err := acquireScript.Run(ctx, s.client, []string{k.record, k.fence}, fpA.String(), 30000, s.graceMS, id, k.slot).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ const slotCount = 16384
 // keyset names the Redis keys and the pub/sub channel of one idempotency key.
 // All three carry the same hash slot, so every script touches one slot.
 type keyset struct {
+	slot    uint16 // hash slot of all three
 	record  string // prefix:{tag}        the record hash
 	fence   string // prefix:fence:{T}    the fencing counter of the slot
 	channel string // prefix:chan:{tag}   completion notifications
@@ -20,9 +21,11 @@ type keyset struct {
 // keysFor returns the Redis names for key under prefix.
 func keysFor(prefix, key string) keyset {
 	tag := escapeTag(key)
+	slot := keySlot(tag)
 	return keyset{
+		slot:    slot,
 		record:  prefix + ":{" + tag + "}",
-		fence:   prefix + ":fence:{" + slotTag(keySlot(tag)) + "}",
+		fence:   prefix + ":fence:{" + slotTag(slot) + "}",
 		channel: prefix + ":chan:{" + tag + "}",
 	}
 }

@@ -49,16 +49,18 @@ end
 // record unchanged.
 //
 // KEYS: record, fence counter. ARGV: fingerprint, lease TTL ms, take-over
-// grace ms, acquire call id.
+// grace ms, acquire call id, hash slot.
 // Returns {1, token, prev token, lease expiry ms} for a lease,
 // {0, HGETALL} for an existing record, {-1, type} for a key of another type.
 //
 // A record whose acq_id equals this call's id was written by this very call
 // and delivered again by a client-side retry: the same lease is returned.
 // Only a well-formed in-progress record is taken over; anything else is
-// returned for the caller to decode (and report as corrupt). The counter is
-// never decremented and never expires; the guard after INCR keeps the token
-// above the one taken over even if the counter was lost.
+// returned for the caller to decode (and report as corrupt). The token is
+// counter*16384 + slot: increasing with the slot's counter, and unique
+// across slots. The counter is never decremented and never expires; the
+// guard after INCR keeps the token above the one taken over even if the
+// counter was lost.
 var acquireScript = redis.NewScript(luaPrelude + `
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'hash' then return {-1, ty} end
@@ -74,10 +76,12 @@ if ty == 'hash' then
   end
   if prev == 0 then return {0, redis.call('HGETALL', KEYS[1])} end
 end
-local tok = redis.call('INCR', KEYS[2])
+local slot = tonumber(ARGV[5])
+local tok = redis.call('INCR', KEYS[2]) * 16384 + slot
 if tok <= prev then
-  tok = prev + 1
-  redis.call('SET', KEYS[2], fmt(tok))
+  local n = math.floor(prev / 16384) + 1
+  tok = n * 16384 + slot
+  redis.call('SET', KEYS[2], fmt(n))
 end
 local lease = t + tonumber(ARGV[2])
 local exp = lease + tonumber(ARGV[3])

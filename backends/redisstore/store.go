@@ -85,7 +85,7 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 	}
 	k := keysFor(s.opts.Prefix, key)
 	res, err := acquireScript.Run(ctx, s.client, []string{k.record, k.fence},
-		fp.String(), millis(leaseTTL), s.graceMS, s.callID()).Slice()
+		fp.String(), millis(leaseTTL), s.graceMS, s.callID(), k.slot).Slice()
 	if err != nil {
 		return nil, nil, storeError("acquire", err, true)
 	}

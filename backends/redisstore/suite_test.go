@@ -282,6 +282,43 @@ func storeSuite(t *testing.T, mk func(t *testing.T) *Store) {
 		}
 	})
 
+	t.Run("TakeOverSurvivesLostCounter", func(t *testing.T) {
+		s := mk(t)
+		old := mustAcquire(t, s, "k", fpA, shortTTL)
+		if err := s.client.Del(ctxT(t), keysFor(s.opts.Prefix, "k").fence).Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitLeaseExpired(t, old)
+		l := mustAcquire(t, s, "k", fpA, longTTL)
+		if l.Token <= old.Token || l.PrevToken != old.Token {
+			t.Fatalf("take-over after counter loss: %+v, old token %d", l, old.Token)
+		}
+		// The counter was repaired: the next token is higher still.
+		if err := s.Release(ctxT(t), l); err != nil {
+			t.Fatal(err)
+		}
+		if l2 := mustAcquire(t, s, "k", fpA, longTTL); l2.Token <= l.Token {
+			t.Fatalf("token %d after %d", l2.Token, l.Token)
+		}
+	})
+
+	t.Run("TokensUniqueAcrossSlots", func(t *testing.T) {
+		s := mk(t)
+		a, b := "k", "k2"
+		if keySlot(a) == keySlot(b) {
+			t.Fatal("pick keys in different slots")
+		}
+		la, lb := mustAcquire(t, s, a, fpA, longTTL), mustAcquire(t, s, b, fpA, longTTL)
+		if la.Token == lb.Token {
+			t.Fatalf("keys %q and %q both got token %d", a, b, la.Token)
+		}
+		for _, l := range []*idem.Lease{la, lb} {
+			if got, want := uint64(l.Token)%slotCount, uint64(keySlot(escapeTag(l.Key))); got != want {
+				t.Fatalf("token %d of %q encodes slot %d, want %d", l.Token, l.Key, got, want)
+			}
+		}
+	})
+
 	t.Run("AwkwardKeys", func(t *testing.T) {
 		s := mk(t)
 		keys := []string{"{", "}", "{}", "}{", "a{b}c", "%7B", "%", "~!@#$%^&*()"}

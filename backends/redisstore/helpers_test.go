@@ -117,3 +117,5 @@ func waitLeaseExpired(t testing.TB, l *idem.Lease) {
 	t.Helper()
 	time.Sleep(time.Until(l.Expiry) + 30*time.Millisecond)
 }
+
+func idemToken(n uint64) idem.Token { return idem.Token(n) }

@@ -51,7 +51,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 	t.Run("FencedSink", func(t *testing.T) {
-		f, err := NewFencedSink(client, uniquePrefix(t))
+		f, err := NewFencedSink(client, cleanPrefix(t, client))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func uniquePrefix(t testing.TB) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := strings.Map(func(r rune) rune {
-		if r < 0x21 || r > 0x7e || r == '{' || r == '}' {
+		if r < 0x21 || r > 0x7e || strings.ContainsRune("{}*?[]\\", r) {
 			return '_'
 		}
 		return r
@@ -53,7 +53,50 @@ func newStore(t testing.TB, client redis.UniversalClient, opts Options) *Store {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(func() { deletePrefix(t, client, opts.Prefix) })
 	return s
+}
+
+// cleanPrefix returns a unique prefix whose keys are deleted when t ends.
+func cleanPrefix(t testing.TB, client redis.UniversalClient) string {
+	p := uniquePrefix(t)
+	t.Cleanup(func() { deletePrefix(t, client, p) })
+	return p
+}
+
+// deletePrefix deletes every key under prefix, fencing counters included,
+// so tests leave nothing behind on a shared server.
+func deletePrefix(t testing.TB, client redis.UniversalClient, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	del := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		pipe := c.Pipeline()
+		for iter.Next(ctx) {
+			pipe.Unlink(ctx, iter.Val()) // one key per command: keys span slots
+			if pipe.Len() >= 1000 {
+				if _, err := pipe.Exec(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		if pipe.Len() > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	}
+	var err error
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, del)
+	case *redis.Client:
+		err = del(ctx, c)
+	}
+	if err != nil && !errors.Is(err, redis.ErrClosed) {
+		t.Logf("cleanup of %s:*: %v", prefix, err)
+	}
 }
 
 // ctxT returns a context that ends with the test or after 30 seconds.

@@ -10,7 +10,7 @@ import (
 func TestFencedSink(t *testing.T) {
 	t.Parallel()
 	client := newClient(t)
-	f, err := NewFencedSink(client, uniquePrefix(t))
+	f, err := NewFencedSink(client, cleanPrefix(t, client))
 	if err != nil {
 		t.Fatal(err)
 	}

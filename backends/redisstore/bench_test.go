@@ -1,0 +1,109 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/internal/testenv"
+	"github.com/redis/go-redis/v9"
+)
+
+// benchWindow is how long one rate measurement runs.
+const benchWindow = 700 * time.Millisecond
+
+// BenchmarkRedis compares completed Engine.Do calls per second on the Redis
+// store with a bare cycle on the same client: the acquire script plus one
+// HSET that marks the record completed, the least a Redis idempotency
+// store has to send. It runs both at 1, 8 and 64 concurrent callers with
+// unique keys, alternating three times and keeping the best rate of each,
+// and reports do/s, bare/s and their ratio (target ≥ 0.85 at 8 and 64
+// callers):
+//
+//	IDEM_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench BenchmarkRedis ./backends/redisstore/
+func BenchmarkRedis(b *testing.B) {
+	opt, err := redis.ParseURL(testenv.RedisURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt.PoolSize = 128 // every caller gets a connection
+	client := redis.NewClient(opt)
+	b.Cleanup(func() { _ = client.Close() })
+	store := newStore(b, client, Options{TakeoverGrace: 5 * time.Second})
+	engine := idem.New(store, idem.WithRetention(5*time.Second))
+	fp := idem.FingerprintString("bench")
+	fn := func(context.Context) (idem.Response, error) { return benchResp, nil }
+	encoded := idem.EncodeResponse(&benchResp)
+	ctx := context.Background()
+	var run atomic.Uint64 // makes the keys of every measurement unique
+
+	viaEngine := func(key string) error {
+		_, err := engine.Do(ctx, key, fp, fn)
+		return err
+	}
+	bare := func(key string) error {
+		k := keysFor(store.opts.Prefix, key)
+		res, err := acquireScript.Run(ctx, client, []string{k.record, k.fence},
+			fp.String(), int64(30000), store.graceMS, store.callID(), k.slot).Slice()
+		if err != nil {
+			return err
+		}
+		if code, _ := replyInt(res, 0); code != resultApplied {
+			return fmt.Errorf("bare acquire of %q: %v", key, res)
+		}
+		return client.HSet(ctx, k.record, fieldStatus, "completed", fieldResponse, encoded).Err()
+	}
+
+	for _, callers := range []int{1, 8, 64} {
+		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
+			for range b.N {
+				var do, raw float64
+				for range 3 {
+					do = max(do, measure(b, callers, run.Add(1), viaEngine))
+					raw = max(raw, measure(b, callers, run.Add(1), bare))
+				}
+				b.ReportMetric(do, "do/s")
+				b.ReportMetric(raw, "bare/s")
+				b.ReportMetric(do/raw, "ratio")
+			}
+		})
+	}
+}
+
+var benchResp = idem.Response{Status: 201, Body: []byte(`{"id":"p_1"}`)}
+
+// measure runs op from callers goroutines on unique keys for benchWindow and
+// returns completed operations per second.
+func measure(b *testing.B, callers int, run uint64, op func(key string) error) float64 {
+	runtime.GC()
+	var (
+		total  atomic.Uint64
+		wg     sync.WaitGroup
+		failed atomic.Bool
+	)
+	start := time.Now()
+	stop := start.Add(benchWindow)
+	for c := range callers {
+		wg.Go(func() {
+			prefix := strconv.FormatUint(run, 36) + "." + strconv.Itoa(c) + "."
+			var n uint64
+			for ; n%16 != 0 || time.Now().Before(stop); n++ {
+				if err := op(prefix + strconv.FormatUint(n, 36)); err != nil {
+					if failed.CompareAndSwap(false, true) {
+						b.Error(err)
+					}
+					return
+				}
+			}
+			total.Add(n)
+		})
+	}
+	wg.Wait()
+	return float64(total.Load()) / time.Since(start).Seconds()
+}

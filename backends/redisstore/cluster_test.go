@@ -39,7 +39,7 @@ func TestCluster(t *testing.T) {
 		ctx := ctxT(t)
 		for _, key := range []string{"k", "order-42", "{x}", "a}b{c", "%"} {
 			k := keysFor("p", key)
-			for _, name := range []string{k.record, k.fence, k.channel} {
+			for _, name := range []string{k.record, k.fence(), k.channel()} {
 				slot, err := client.ClusterKeySlot(ctx, name).Result()
 				if err != nil {
 					t.Fatal(err)

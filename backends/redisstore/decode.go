@@ -8,9 +8,11 @@ import (
 )
 
 // decodeRecord builds the record of key from its hash fields and validates
-// it. Missing, unparsable or contradictory fields return an error wrapping
+// it. nowMS is the server time and pttl the key's remaining time to live in
+// milliseconds (negative: no expiry), from which ExpiresAt is computed.
+// Missing, unparsable or contradictory fields return an error wrapping
 // idem.ErrCorruptRecord. Unknown fields are ignored.
-func decodeRecord(key string, h map[string]string) (*idem.Record, error) {
+func decodeRecord(key string, h map[string]string, nowMS, pttl int64) (*idem.Record, error) {
 	rec := &idem.Record{Key: key}
 	var err error
 	need := func(name string) (string, bool) {
@@ -49,7 +51,9 @@ func decodeRecord(key string, h map[string]string) (*idem.Record, error) {
 		}
 		rec.Token = idem.Token(tok)
 	}
-	rec.ExpiresAt = millisField(fieldExpires)
+	if pttl >= 0 {
+		rec.ExpiresAt = time.UnixMilli(nowMS + pttl)
+	}
 	if rec.Status == idem.StatusInProgress {
 		rec.LeaseExpiry = millisField(fieldLease)
 	}
@@ -86,4 +90,24 @@ func pairsToMap(v any) (map[string]string, bool) {
 		h[k] = val
 	}
 	return h, true
+}
+
+// scriptRecord decodes the {HGETALL, now ms, PTTL} part of a script reply,
+// starting at res[i]. ok is false for a reply of the wrong shape; an empty
+// hash returns a nil record.
+func scriptRecord(key string, res []any, i int) (rec *idem.Record, ok bool, err error) {
+	if len(res) < i+3 {
+		return nil, false, nil
+	}
+	h, ok1 := pairsToMap(res[i])
+	nowMS, ok2 := replyInt(res, i+1)
+	pttl, ok3 := replyInt(res, i+2)
+	if !ok1 || !ok2 || !ok3 {
+		return nil, false, nil
+	}
+	if len(h) == 0 {
+		return nil, true, nil
+	}
+	rec, err = decodeRecord(key, h, nowMS, pttl)
+	return rec, true, err
 }

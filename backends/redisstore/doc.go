@@ -15,14 +15,17 @@
 //
 //	P:{E}          hash    the record (fields below); PEXPIREAT as described
 //	P:fence:{T}    string  fencing counter of the hash slot of E; no TTL
-//	P:chan:{E}     channel notifications of Complete, Fail and Release
+//	P:{E}:chan     channel notifications of Complete, Fail and Release
 //	P:fx:{E'}      hash    FencedSink's last token and value per effect key
 //
 // The record fields are status ("in_progress", "completed", "failed"), fp
-// (fingerprint, hex), token, expires_ms, and, while in progress, lease_ms,
-// prev_token and acq_id, or, once finished, response (idem.EncodeResponse
-// bytes) and done_id. Times are milliseconds by the Redis server's clock
-// (TIME inside the scripts); the client's clock is never used.
+// (fingerprint, hex), token, prev_token, lease_ms and acq_id (written by
+// Acquire and kept for diagnosis once finished), response
+// (idem.EncodeResponse bytes) and done_id once finished, and watch once a
+// WaitChange waits on the record. Times are milliseconds by the Redis
+// server's clock (TIME inside the scripts); the client's clock is never
+// used. Record.ExpiresAt is the server time plus the key's PTTL, read
+// together.
 //
 // Expiry: an in-progress record expires at lease expiry plus
 // Options.TakeoverGrace (default 24h), so that a take-over after a crash is
@@ -41,7 +44,7 @@
 // Heartbeat, Complete, Fail and Release are fenced: they change the record
 // only if it is in progress and carries the caller's token, whether or not
 // the lease expired, and otherwise return idem.ErrLeaseLost. Get is one
-// HGETALL.
+// script reading HGETALL, TIME and PTTL.
 //
 // go-redis retries a command whose connection broke, possibly after the
 // server ran it. Acquire, Complete and Fail therefore carry a per-call id:
@@ -89,11 +92,14 @@
 //
 // # Waiting
 //
-// Complete, Fail and Release publish on the key's channel (SPUBLISH, or
-// PUBLISH where SPUBLISH is unknown). WaitChange subscribes first, then
-// looks at the record, so no change is missed between the two, and polls
-// every Options.PollInterval as a safety net. It also returns when the
-// lease expires by the server clock.
+// WaitChange subscribes to the key's channel (SSUBSCRIBE, or SUBSCRIBE
+// where the server lacks sharded pub/sub), then looks at the record and
+// marks it as watched in one script. Complete, Fail and Release publish on
+// the channel (SPUBLISH, or PUBLISH) when the record is marked, so requests
+// nobody waits for cost no publish. Since the subscription exists before
+// the mark, no change is missed; WaitChange also polls every
+// Options.PollInterval as a safety net and returns when the lease expires
+// by the server clock.
 //
 // # Errors
 //

@@ -188,7 +188,7 @@ func TestDuplicateScriptRun(t *testing.T) {
 	ctx := ctxT(t)
 	k := keysFor(s.opts.Prefix, "k")
 	run := func(id string) []any {
-		res, err := acquireScript.Run(ctx, s.client, []string{k.record, k.fence}, fpA.String(), 30000, s.graceMS, id, k.slot).Slice()
+		res, err := acquireScript.Run(ctx, s.client, []string{k.record, k.fence()}, fpA.String(), 30000, s.graceMS, id, k.slot).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +204,7 @@ func TestDuplicateScriptRun(t *testing.T) {
 	tok := first[1].(int64)
 	l := &idem.Lease{Key: "k", Token: idem.Token(tok), Fingerprint: fpA}
 	finish := func(id string) error {
-		_, err := s.fenced(ctx, "complete", finishScript, l, "completed", idem.EncodeResponse(&idem.Response{Status: 201}), 60000, id, "")
+		_, err := s.fenced(ctx, "complete", finishScript, l, k, "completed", idem.EncodeResponse(&idem.Response{Status: 201}), 60000, id)
 		return err
 	}
 	if err := finish("f-1"); err != nil {

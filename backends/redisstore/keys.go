@@ -9,26 +9,31 @@ import (
 // slotCount is the number of hash slots of Redis Cluster.
 const slotCount = 16384
 
-// keyset names the Redis keys and the pub/sub channel of one idempotency key.
-// All three carry the same hash slot, so every script touches one slot.
+// keyset names the Redis keys and the pub/sub channel of one idempotency
+// key. All of them carry the same hash slot, so every script touches one
+// slot. Only the record name is built eagerly; the others are built when a
+// call needs them.
 type keyset struct {
-	slot    uint16 // hash slot of all three
-	record  string // prefix:{tag}        the record hash
-	fence   string // prefix:fence:{T}    the fencing counter of the slot
-	channel string // prefix:chan:{tag}   completion notifications
+	prefix string
+	slot   uint16 // hash slot of all the names
+	record string // prefix:{tag}, the record hash
 }
 
 // keysFor returns the Redis names for key under prefix.
 func keysFor(prefix, key string) keyset {
 	tag := escapeTag(key)
-	slot := keySlot(tag)
-	return keyset{
-		slot:    slot,
-		record:  prefix + ":{" + tag + "}",
-		fence:   prefix + ":fence:{" + slotTag(slot) + "}",
-		channel: prefix + ":chan:{" + tag + "}",
-	}
+	return keyset{prefix: prefix, slot: keySlot(tag), record: prefix + ":{" + tag + "}"}
 }
+
+// fence is the fencing counter of the slot: prefix:fence:{T}.
+func (k keyset) fence() string { return k.prefix + ":fence:{" + slotTag(k.slot) + "}" }
+
+// channel is the notification channel: prefix:{tag}:chan. Its hash tag is
+// the record's, and the scripts derive it from KEYS[1] the same way.
+func (k keyset) channel() string { return k.record + channelSuffix }
+
+// channelSuffix turns a record name into its channel name.
+const channelSuffix = ":chan"
 
 // escapeTag makes key usable as the content of a hash tag: '%', '{' and '}'
 // become %25, %7B and %7D. The mapping is injective, so distinct keys get

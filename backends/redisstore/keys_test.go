@@ -43,12 +43,15 @@ func TestKeysFor(t *testing.T) {
 		if strings.ContainsAny(tag, "{}") {
 			t.Fatalf("escapeTag(%q) = %q contains a brace", key, tag)
 		}
-		if k.record != "p:{"+tag+"}" || k.channel != "p:chan:{"+tag+"}" {
+		if k.record != "p:{"+tag+"}" || k.channel() != "p:{"+tag+"}:chan" {
 			t.Fatalf("keysFor(%q) = %+v", key, k)
 		}
-		fenceTag := strings.TrimSuffix(strings.TrimPrefix(k.fence, "p:fence:{"), "}")
+		fenceTag := strings.TrimSuffix(strings.TrimPrefix(k.fence(), "p:fence:{"), "}")
+		if k.slot != keySlot(tag) {
+			t.Fatalf("keysFor(%q).slot = %d, want %d", key, k.slot, keySlot(tag))
+		}
 		if keySlot(fenceTag) != keySlot(tag) {
-			t.Fatalf("keysFor(%q): fence %q in slot %d, record in slot %d", key, k.fence, keySlot(fenceTag), keySlot(tag))
+			t.Fatalf("keysFor(%q): fence %q in slot %d, record in slot %d", key, k.fence(), keySlot(fenceTag), keySlot(tag))
 		}
 	}
 	// Escaping is injective on the characters it touches.
@@ -58,5 +61,13 @@ func TestKeysFor(t *testing.T) {
 			t.Fatalf("escapeTag(%q) == escapeTag(%q)", key, other)
 		}
 		seen[escapeTag(key)] = key
+	}
+}
+
+// TestScriptsDeriveTheChannel checks that the scripts publish where
+// WaitChange subscribes.
+func TestScriptsDeriveTheChannel(t *testing.T) {
+	if !strings.Contains(luaPrelude, "KEYS[1] .. '"+channelSuffix+"'") {
+		t.Fatalf("the scripts' channel is not the record name plus %q", channelSuffix)
 	}
 }

@@ -11,35 +11,41 @@ const (
 )
 
 // Record hash fields. Times are milliseconds since the Unix epoch by the
-// Redis server's clock; tokens are decimal.
+// Redis server's clock; tokens are decimal. When Redis deletes the record is
+// the key's own expiry (PEXPIREAT/PEXPIRE), read back with PTTL.
 const (
 	fieldStatus   = "status"     // "in_progress", "completed" or "failed"
 	fieldFP       = "fp"         // fingerprint, 64 hex digits
 	fieldToken    = "token"      // fencing token of the owner
-	fieldPrev     = "prev_token" // in progress: token taken over, "0" if none
-	fieldLease    = "lease_ms"   // in progress: lease expiry
-	fieldExpires  = "expires_ms" // when Redis deletes the record (PEXPIREAT)
+	fieldPrev     = "prev_token" // token taken over, "0" if none
+	fieldLease    = "lease_ms"   // lease expiry (meaningful while in progress)
+	fieldAcqID    = "acq_id"     // id of the Acquire call that wrote the lease
 	fieldResponse = "response"   // completed/failed: idem.EncodeResponse bytes
-	fieldAcqID    = "acq_id"     // in progress: id of the Acquire call
 	fieldDoneID   = "done_id"    // completed/failed: id of the Complete/Fail call
+	fieldWatch    = "watch"      // present once a WaitChange subscribed
 )
 
-// luaPrelude holds the helpers every transition script starts with.
+// Every redis.call inside a script costs about a microsecond of server time
+// on top of the command itself, and the transition scripts run on every
+// request, so they make as few calls as the semantics allow: an absent key
+// costs TYPE, TIME, INCR, HSET and PEXPIREAT to acquire, and a completion
+// HMGET, HSET and PEXPIRE.
+
+// luaPrelude holds the helpers the scripts start with.
 //
 // now() reads the server clock, never the client's. fmt() renders an
 // integer exactly (Lua's default number format switches to exponent form
-// above 1e14). corrupt(key) tells whether key holds something other than a
-// record hash. notify() publishes on the key's channel with sharded pub/sub
-// when the server has it (Redis 7), else with classic PUBLISH; an empty
-// channel means notifications are off.
+// above 1e14). notify() publishes on the record's channel (KEYS[1] plus
+// channelSuffix, same hash slot) with sharded pub/sub when the server has it
+// (Redis 7), else with classic PUBLISH.
 const luaPrelude = `
 local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function fmt(n) return string.format('%d', n) end
-local function notify(ch, msg)
-  if ch == '' then return end
+local function notify(msg)
+  local ch = KEYS[1] .. ':chan'
   local r = redis.pcall('SPUBLISH', ch, msg)
   if type(r) == 'table' and r.err then redis.call('PUBLISH', ch, msg) end
 end
@@ -51,30 +57,31 @@ end
 // KEYS: record, fence counter. ARGV: fingerprint, lease TTL ms, take-over
 // grace ms, acquire call id, hash slot.
 // Returns {1, token, prev token, lease expiry ms} for a lease,
-// {0, HGETALL} for an existing record, {-1, type} for a key of another type.
+// {0, HGETALL, now ms, PTTL} for an existing record, {-1, type} for a key of
+// another type.
 //
 // A record whose acq_id equals this call's id was written by this very call
 // and delivered again by a client-side retry: the same lease is returned.
 // Only a well-formed in-progress record is taken over; anything else is
-// returned for the caller to decode (and report as corrupt). The token is
-// counter*16384 + slot: increasing with the slot's counter, and unique
-// across slots. The counter is never decremented and never expires; the
-// guard after INCR keeps the token above the one taken over even if the
-// counter was lost.
+// returned for the caller to decode (and report as corrupt). A take-over
+// overwrites every field an in-progress record has, so no DEL is needed.
+// The token is counter*16384 + slot: increasing with the slot's counter,
+// and unique across slots. The counter is never decremented and never
+// expires; the guard after INCR keeps the token above the one taken over
+// even if the counter was lost.
 var acquireScript = redis.NewScript(luaPrelude + `
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'hash' then return {-1, ty} end
 local t = now()
 local prev = 0
 if ty == 'hash' then
-  local f = redis.call('HMGET', KEYS[1], 'status', 'fp', 'token', 'lease_ms', 'acq_id', 'prev_token',
-    'expires_ms', 'response')
+  local f = redis.call('HMGET', KEYS[1], 'status', 'fp', 'token', 'lease_ms', 'acq_id', 'prev_token', 'response')
   local tok, lease = tonumber(f[3]), tonumber(f[4])
-  if f[1] == 'in_progress' and tok and tok > 0 and lease and tonumber(f[7]) and not f[8] then
+  if f[1] == 'in_progress' and tok and tok > 0 and lease and not f[7] then
     if f[5] == ARGV[4] then return {1, tok, tonumber(f[6]) or 0, lease} end
     if f[2] == ARGV[1] and lease <= t then prev = tok end
   end
-  if prev == 0 then return {0, redis.call('HGETALL', KEYS[1])} end
+  if prev == 0 then return {0, redis.call('HGETALL', KEYS[1]), t, redis.call('PTTL', KEYS[1])} end
 end
 local slot = tonumber(ARGV[5])
 local tok = redis.call('INCR', KEYS[2]) * 16384 + slot
@@ -84,24 +91,26 @@ if tok <= prev then
   redis.call('SET', KEYS[2], fmt(n))
 end
 local lease = t + tonumber(ARGV[2])
-local exp = lease + tonumber(ARGV[3])
-redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'status', 'in_progress', 'fp', ARGV[1], 'token', fmt(tok),
-  'prev_token', fmt(prev), 'lease_ms', fmt(lease), 'expires_ms', fmt(exp), 'acq_id', ARGV[4])
-redis.call('PEXPIREAT', KEYS[1], exp)
+  'prev_token', fmt(prev), 'lease_ms', fmt(lease), 'acq_id', ARGV[4])
+redis.call('PEXPIREAT', KEYS[1], lease + tonumber(ARGV[3]))
 return {1, tok, prev, lease}
 `)
 
-// luaOwned is the fencing check shared by the fenced scripts: it sets st to
-// the record's status and returns early with -1 (not a record) or 0 (lease
-// lost) unless the record is in progress with the token in ARGV[1]. A record
-// that is absent counts as lease lost.
+// luaOwned is the fencing check shared by the fenced scripts: it reads the
+// record into f = {status, token, done_id, watch} and returns early with
+// -1 (not a record) or 0 (absent: lease lost); owned tells whether the
+// record is in progress with the token in ARGV[1]. HMGET comes first, and
+// EXISTS only when it finds no status, to keep the common path at one call.
+// On a key of another type HMGET fails the script with WRONGTYPE before
+// anything was written (redis.call, not the slower redis.pcall).
 const luaOwned = `
-local ty = redis.call('TYPE', KEYS[1])['ok']
-if ty == 'none' then return {0} end
-if ty ~= 'hash' then return {-1} end
-local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'done_id', 'expires_ms')
+local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'done_id', 'watch')
 local st = f[1]
+if not st then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {-1} end
+  return {0}
+end
 if not (st == 'in_progress' or st == 'completed' or st == 'failed') or not tonumber(f[2]) then
   return {-1}
 end
@@ -111,59 +120,76 @@ local owned = st == 'in_progress' and f[2] == ARGV[1]
 // heartbeatScript extends a lease.
 //
 // KEYS: record. ARGV: token, lease TTL ms, take-over grace ms.
-// Returns {1, lease expiry ms}, {0} (lease lost) or {-1} (corrupt).
+// Returns {1, lease expiry ms}, {0} (lease lost) or {-1} (corrupt), or
+// fails with WRONGTYPE.
 var heartbeatScript = redis.NewScript(luaPrelude + luaOwned + `
 if not owned then return {0} end
 local lease = now() + tonumber(ARGV[2])
-local exp = lease + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'lease_ms', fmt(lease), 'expires_ms', fmt(exp))
-redis.call('PEXPIREAT', KEYS[1], exp)
+redis.call('HSET', KEYS[1], 'lease_ms', fmt(lease))
+redis.call('PEXPIREAT', KEYS[1], lease + tonumber(ARGV[3]))
 return {1, lease}
 `)
 
 // finishScript completes or fails an execution: it stores the response and
-// the final status and publishes the change.
+// the final status, sets the retention, and wakes waiters.
 //
 // KEYS: record. ARGV: token, final status, encoded response, retention ms,
-// finish call id, channel.
-// Returns {1, expiry ms}, {0} (lease lost) or {-1} (corrupt).
+// finish call id.
+// Returns {1}, {0} (lease lost) or {-1} (corrupt), or fails with WRONGTYPE.
 //
 // A record already finished with this token, status and call id was written
 // by this very call and delivered again by a client-side retry: success.
+// The lease fields stay in the record for diagnosis; readers ignore
+// lease_ms once the record is finished. It publishes only when a waiter
+// marked the record (see probeScript).
 var finishScript = redis.NewScript(luaPrelude + luaOwned + `
 if not owned then
-  if st == ARGV[2] and f[2] == ARGV[1] and f[3] == ARGV[5] then
-    return {1, tonumber(f[4]) or 0}
-  end
+  if st == ARGV[2] and f[2] == ARGV[1] and f[3] == ARGV[5] then return {1} end
   return {0}
 end
-local exp = now() + tonumber(ARGV[4])
-redis.call('HDEL', KEYS[1], 'lease_ms', 'prev_token', 'acq_id')
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'response', ARGV[3], 'expires_ms', fmt(exp), 'done_id', ARGV[5])
-redis.call('PEXPIREAT', KEYS[1], exp)
-notify(ARGV[6], ARGV[2])
-return {1, exp}
-`)
-
-// releaseScript deletes an in-progress record so the request can be retried.
-// The fencing counter is untouched.
-//
-// KEYS: record. ARGV: token, channel.
-// Returns {1}, {0} (lease lost) or {-1} (corrupt).
-var releaseScript = redis.NewScript(luaPrelude + luaOwned + `
-if not owned then return {0} end
-redis.call('DEL', KEYS[1])
-notify(ARGV[2], 'released')
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'response', ARGV[3], 'done_id', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if f[4] then notify(ARGV[2]) end
 return {1}
 `)
 
-// probeScript is the read WaitChange uses: whether the record is still the
-// in-progress one it waits for, and how long its lease has left.
+// releaseScript deletes an in-progress record so the request can be retried,
+// and wakes waiters. The fencing counter is untouched.
 //
-// KEYS: record. Returns {status, token, lease ms left}, with empty strings
-// for an absent record or a key of another type.
+// KEYS: record. ARGV: token.
+// Returns {1}, {0} (lease lost) or {-1} (corrupt), or fails with WRONGTYPE.
+var releaseScript = redis.NewScript(luaPrelude + luaOwned + `
+if not owned then return {0} end
+redis.call('DEL', KEYS[1])
+if f[4] then notify('released') end
+return {1}
+`)
+
+// getScript reads a record with the server time and its remaining TTL, from
+// which the record's ExpiresAt is computed.
+//
+// KEYS: record. Returns {1, HGETALL, now ms, PTTL} or {-1} for a key of
+// another type.
+var getScript = redis.NewScript(luaPrelude + `
+local h = redis.pcall('HGETALL', KEYS[1])
+if h.err then return {-1} end
+if #h == 0 then return {1, h, 0, -2} end
+return {1, h, now(), redis.call('PTTL', KEYS[1])}
+`)
+
+// probeScript is WaitChange's look at the record: whether it is still the
+// in-progress one it waits for, and how long its lease has left. With
+// ARGV[1] = '1' it also marks the record (field watch), so that the
+// scripts that finish or release it publish; since the mark and the
+// finishing script are atomic and the waiter subscribed before probing, no
+// wake-up is lost.
+//
+// KEYS: record. ARGV: '1' to mark, '' not to.
+// Returns {status, token, lease ms left}; status is '' unless the record is
+// in progress.
 var probeScript = redis.NewScript(luaPrelude + `
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return {'', '', 0} end
-local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'lease_ms')
-return {f[1] or '', f[2] or '', (tonumber(f[3]) or 0) - now()}
+local f = redis.pcall('HMGET', KEYS[1], 'status', 'token', 'lease_ms')
+if f.err or f[1] ~= 'in_progress' then return {'', '', 0} end
+if ARGV[1] == '1' then redis.call('HSET', KEYS[1], 'watch', '1') end
+return {f[1], f[2] or '', (tonumber(f[3]) or 0) - now()}
 `)

@@ -59,15 +59,6 @@ func (s *Store) callID() string {
 	return s.idBase + strconv.FormatUint(s.seq.Add(1), 36)
 }
 
-// channel returns the notification channel the scripts publish on, or ""
-// when notifications are off.
-func (s *Store) channel(k keyset) string {
-	if s.opts.DisableNotify {
-		return ""
-	}
-	return k.channel
-}
-
 // Acquire claims key for fp, takes over an expired lease with the same
 // fingerprint, or returns the existing record unchanged; see idem.Store.
 // One script, one round trip. leaseTTL is rounded up to whole milliseconds
@@ -84,7 +75,7 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 		return nil, nil, err
 	}
 	k := keysFor(s.opts.Prefix, key)
-	res, err := acquireScript.Run(ctx, s.client, []string{k.record, k.fence},
+	res, err := acquireScript.Run(ctx, s.client, []string{k.record, k.fence()},
 		fp.String(), millis(leaseTTL), s.graceMS, s.callID(), k.slot).Slice()
 	if err != nil {
 		return nil, nil, storeError("acquire", err, true)
@@ -105,16 +96,12 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 			Expiry:      time.UnixMilli(lease),
 		}, nil, nil
 	case resultRefused:
-		if len(res) < 2 {
-			break
-		}
-		h, ok := pairsToMap(res[1])
-		if !ok {
-			break
-		}
-		rec, err := decodeRecord(key, h)
+		rec, ok, err := scriptRecord(key, res, 1)
 		if err != nil {
 			return nil, nil, err
+		}
+		if !ok || rec == nil {
+			break
 		}
 		return nil, rec, nil
 	case resultCorrupt:
@@ -131,7 +118,10 @@ func (s *Store) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Dura
 	if leaseTTL <= 0 {
 		return fmt.Errorf("redisstore: heartbeat: lease TTL %v is not positive", leaseTTL)
 	}
-	res, err := s.fenced(ctx, "heartbeat", heartbeatScript, l, millis(leaseTTL), s.graceMS)
+	if l == nil {
+		return errors.New("redisstore: heartbeat: nil lease")
+	}
+	res, err := s.fenced(ctx, "heartbeat", heartbeatScript, l, keysFor(s.opts.Prefix, l.Key), millis(leaseTTL), s.graceMS)
 	if err != nil {
 		return err
 	}
@@ -164,8 +154,9 @@ func (s *Store) finish(ctx context.Context, op string, st idem.Status, l *idem.L
 	if l == nil {
 		return fmt.Errorf("redisstore: %s: nil lease", op)
 	}
-	_, err := s.fenced(ctx, op, finishScript, l, st.String(), idem.EncodeResponse(&resp),
-		millis(retention), s.callID(), s.channel(keysFor(s.opts.Prefix, l.Key)))
+	k := keysFor(s.opts.Prefix, l.Key)
+	_, err := s.fenced(ctx, op, finishScript, l, k, st.String(), idem.EncodeResponse(&resp),
+		millis(retention), s.callID())
 	return err
 }
 
@@ -179,26 +170,29 @@ func (s *Store) Release(ctx context.Context, l *idem.Lease) error {
 	if l == nil {
 		return errors.New("redisstore: release: nil lease")
 	}
-	_, err := s.fenced(ctx, "release", releaseScript, l, s.channel(keysFor(s.opts.Prefix, l.Key)))
+	k := keysFor(s.opts.Prefix, l.Key)
+	_, err := s.fenced(ctx, "release", releaseScript, l, k)
 	return err
 }
 
-// fenced runs a fenced script with KEYS = {record} and ARGV = {token,
-// args...} and maps its result code to the error contract.
-func (s *Store) fenced(ctx context.Context, op string, script *redis.Script, l *idem.Lease, args ...any) ([]any, error) {
-	if l == nil {
-		return nil, fmt.Errorf("redisstore: %s: nil lease", op)
-	}
+// fenced runs a fenced script with KEYS = {k.record} and ARGV = {token,
+// args...} and maps its result code to the error contract. l must not be
+// nil and k must be l.Key's keyset.
+func (s *Store) fenced(ctx context.Context, op string, script *redis.Script, l *idem.Lease, k keyset, args ...any) ([]any, error) {
 	if err := idem.ValidateKey(l.Key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	k := keysFor(s.opts.Prefix, l.Key)
-	argv := append([]any{strconv.FormatUint(uint64(l.Token), 10)}, args...)
+	argv := make([]any, 0, 1+len(args))
+	argv = append(argv, strconv.FormatUint(uint64(l.Token), 10))
+	argv = append(argv, args...)
 	res, err := script.Run(ctx, s.client, []string{k.record}, argv...).Slice()
 	if err != nil {
+		if redis.HasErrorPrefix(err, "WRONGTYPE") {
+			return nil, corrupt(l.Key, "redis key %q is not a hash", k.record)
+		}
 		return nil, storeError(op, err, true)
 	}
 	switch code, _ := replyInt(res, 0); code {
@@ -213,8 +207,8 @@ func (s *Store) fenced(ctx context.Context, op string, script *redis.Script, l *
 }
 
 // Get returns the record of key, or an error wrapping idem.ErrNotFound. It
-// is one HGETALL; with a client that reads from replicas it may be stale. A
-// key holding something other than a valid record returns an error wrapping
+// is one read-only script (HGETALL, TIME and PTTL, for ExpiresAt). A key
+// holding something other than a valid record returns an error wrapping
 // idem.ErrCorruptRecord.
 func (s *Store) Get(ctx context.Context, key string) (*idem.Record, error) {
 	if err := idem.ValidateKey(key); err != nil {
@@ -224,17 +218,23 @@ func (s *Store) Get(ctx context.Context, key string) (*idem.Record, error) {
 		return nil, err
 	}
 	k := keysFor(s.opts.Prefix, key)
-	h, err := s.client.HGetAll(ctx, k.record).Result()
+	res, err := getScript.Run(ctx, s.client, []string{k.record}).Slice()
 	if err != nil {
-		if redis.HasErrorPrefix(err, "WRONGTYPE") {
-			return nil, corrupt(key, "redis key %q is not a hash", k.record)
-		}
 		return nil, storeError("get", err, false)
 	}
-	if len(h) == 0 {
+	if code, _ := replyInt(res, 0); code == resultCorrupt {
+		return nil, corrupt(key, "redis key %q is not a hash", k.record)
+	}
+	rec, ok, err := scriptRecord(key, res, 1)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, unexpected("get", res)
+	case rec == nil:
 		return nil, fmt.Errorf("redisstore: key %q: %w", key, idem.ErrNotFound)
 	}
-	return decodeRecord(key, h)
+	return rec, nil
 }
 
 // replyInt returns element i of a script reply as an integer.

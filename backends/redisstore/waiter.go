@@ -24,8 +24,10 @@ const (
 // first.
 //
 // It subscribes to the key's channel (SSUBSCRIBE on Redis 7, else
-// SUBSCRIBE) before it looks at the record, so a change between the look
-// and the wait is not missed. It looks again every PollInterval, and at the
+// SUBSCRIBE), then looks at the record and marks it as watched in one
+// script; the scripts that finish or release a watched record publish on
+// the channel. Since the subscription exists before the mark, a change
+// after the look is not missed. It looks again every PollInterval, and at the
 // lease expiry by the server clock, in case a message was lost; if the
 // subscription fails, or Options.DisableNotify is set, polling is all it
 // does. Each waiting call holds one pub/sub connection of its own. Spurious
@@ -38,12 +40,16 @@ func (s *Store) WaitChange(ctx context.Context, key string) error {
 		return err
 	}
 	k := keysFor(s.opts.Prefix, key)
-	var msgs <-chan *redis.Message
+	var (
+		msgs <-chan *redis.Message
+		mark = "" // "1" once subscribed: ask the finishing script to publish
+	)
 	if !s.opts.DisableNotify {
-		ps, err := s.subscribe(ctx, k.channel)
+		ps, err := s.subscribe(ctx, k.channel())
 		if err == nil {
 			defer ps.Close()
 			msgs = ps.Channel()
+			mark = "1"
 		} else if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -52,7 +58,7 @@ func (s *Store) WaitChange(ctx context.Context, key string) error {
 	}
 	var seen string // token of the record being waited on
 	for {
-		status, tok, left, err := s.probe(ctx, k)
+		status, tok, left, err := s.probe(ctx, k, mark)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -107,12 +113,13 @@ func unknownCommand(err error) bool {
 }
 
 // probe reads the status and token of k's record and the time its lease has
-// left by the server clock, in one round trip. An absent record or a key of
-// another type reports an empty status.
-func (s *Store) probe(ctx context.Context, k keyset) (status, token string, left time.Duration, err error) {
-	res, err := probeScript.Run(ctx, s.client, []string{k.record}).Slice()
+// left by the server clock, in one round trip, and with mark "1" marks the
+// record so that its completion is published. A record that is not in
+// progress reports an empty status.
+func (s *Store) probe(ctx context.Context, k keyset, mark string) (status, token string, left time.Duration, err error) {
+	res, err := probeScript.Run(ctx, s.client, []string{k.record}, mark).Slice()
 	if err != nil {
-		return "", "", 0, storeError("wait", err, false)
+		return "", "", 0, storeError("wait", err, mark != "")
 	}
 	if len(res) != 3 {
 		return "", "", 0, unexpected("wait", res)

@@ -184,9 +184,9 @@ return {1, h, now(), redis.call('PTTL', KEYS[1])}
 // finishing script are atomic and the waiter subscribed before probing, no
 // wake-up is lost.
 //
-// KEYS: record. ARGV: '1' to mark, '' not to.
-// Returns {status, token, lease ms left}; status is '' unless the record is
-// in progress.
+// KEYS: record. ARGV: "1" to mark, empty not to.
+// Returns {status, token, lease ms left}; status is empty unless the record
+// is in progress.
 var probeScript = redis.NewScript(luaPrelude + `
 local f = redis.pcall('HMGET', KEYS[1], 'status', 'token', 'lease_ms')
 if f.err or f[1] ~= 'in_progress' then return {'', '', 0} end

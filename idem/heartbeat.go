@@ -115,6 +115,10 @@ type execution struct {
 	renewedTick  atomic.Int64 // scheduler tick at which the last renewal was sent
 	beating      atomic.Bool  // a renewal is in flight
 
+	// beatMu is held for a whole renewal, so stop can wait for one in
+	// flight; mu guards the context state and is never held across I/O, so
+	// the Func's ctx.Done() and ctx.Err() never wait for the store.
+	beatMu  sync.Mutex
 	mu      sync.Mutex
 	cctx    context.Context // nil until first use
 	cancel  context.CancelCauseFunc
@@ -172,7 +176,9 @@ func (x *execution) stop() {
 	if x.e.cfg.heartbeat > 0 {
 		x.e.beats.unregister(x)
 	}
-	x.mu.Lock() // waits for a renewal in flight
+	x.beatMu.Lock() // waits for a renewal in flight
+	defer x.beatMu.Unlock()
+	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.stopped = true
 	if x.cancel != nil {
@@ -186,10 +192,13 @@ func (x *execution) stop() {
 // passed since the last renewal was sent; then the lease may have expired and
 // the context is cancelled as well.
 func (x *execution) beat(tick int64) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.beatMu.Lock()
+	defer x.beatMu.Unlock()
 	defer x.beating.Store(false)
-	if x.stopped {
+	x.mu.Lock()
+	stopped := x.stopped
+	x.mu.Unlock()
+	if stopped {
 		return
 	}
 	cfg := &x.e.cfg
@@ -206,9 +215,10 @@ func (x *execution) beat(tick int64) {
 	}
 }
 
-// loseLease records why the lease is gone and cancels the context. The lock
-// must be held.
+// loseLease records why the lease is gone and cancels the context.
 func (x *execution) loseLease(err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.stopped = true
 	x.lost = err
 	if x.cancel != nil {

@@ -19,6 +19,7 @@ func cases() []testCase {
 		{"FailStoresResponseForReplay", failReplay},
 		{"ReleaseMakesKeyAbsentAndRetryable", releaseAbsent},
 		{"ConcurrentAcquireGrantsExactlyOneLease", raceOneWinner},
+		{"ConcurrentTakeOverGrantsExactlyOneLease", raceOneTakeOver},
 		{"TakeOverOnlyAfterExpiryWithHigherToken", takeOverAfterExpiry},
 		{"TakeOverRefusedForDifferentFingerprint", takeOverOtherFingerprint},
 		{"StaleTokenWritesAreFencedOff", staleTokenFenced},
@@ -53,9 +54,11 @@ func acquireAbsent(t *testing.T, s *suite, st idem.Store, key string) {
 
 func acquireLive(t *testing.T, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), long)
-	rec := mustRecord(t, st, key, fp("a"), long)
-	if rec.Status != idem.StatusInProgress || rec.Token != l.Token {
-		t.Fatalf("record = %+v, want in progress with the holder's token %d", rec, l.Token)
+	for _, f := range []string{"a", "b"} {
+		rec := mustRecord(t, st, key, fp(f), long)
+		if rec.Status != idem.StatusInProgress || rec.Token != l.Token || rec.Fingerprint != fp("a") {
+			t.Fatalf("Acquire with fingerprint %q: record = %+v, want in progress with the holder's token %d and fingerprint", f, rec, l.Token)
+		}
 	}
 }
 
@@ -101,12 +104,45 @@ func releaseAbsent(t *testing.T, s *suite, st idem.Store, key string) {
 
 func raceOneWinner(t *testing.T, s *suite, st idem.Store, key string) {
 	const n = 32
+	leases, records := raceAcquire(t, st, key, n)
+	if len(leases) != 1 || len(records) != n-1 {
+		t.Fatalf("%d racing Acquires gave %d leases and %d records, want 1 and %d", n, len(leases), len(records), n-1)
+	}
+}
+
+// raceOneTakeOver is raceOneWinner on an expired lease: the take-over must be
+// as atomic as the first claim. A store that inserts atomically but takes
+// over in two steps (read the expired record, then overwrite it) passes
+// every other case and lets concurrent retries of a crashed request all run.
+func raceOneTakeOver(t *testing.T, s *suite, st idem.Store, key string) {
+	const n = 32
+	old := mustAcquire(t, st, key, fp("a"), s.ttl)
+	s.wait(s.pastTTL())
+	leases, records := raceAcquire(t, st, key, n)
+	if len(leases) != 1 || len(records) != n-1 {
+		t.Fatalf("%d racing take-overs gave %d leases and %d records, want 1 and %d", n, len(leases), len(records), n-1)
+	}
+	l := leases[0]
+	if l.Token <= old.Token || l.PrevToken != old.Token {
+		t.Fatalf("take-over lease = %+v, want token > %d and PrevToken %d", l, old.Token, old.Token)
+	}
+	for _, rec := range records {
+		if rec.Status != idem.StatusInProgress || rec.Token != l.Token {
+			t.Fatalf("losing Acquire saw record %+v, want in progress with the winner's token %d", rec, l.Token)
+		}
+	}
+	if rec := mustGet(t, st, key); rec.Token != l.Token {
+		t.Fatalf("stored token %d, want the winner's %d", rec.Token, l.Token)
+	}
+}
+
+// raceAcquire starts n Acquires of key at once and returns what they got.
+func raceAcquire(t *testing.T, st idem.Store, key string, n int) (leases []*idem.Lease, records []*idem.Record) {
+	t.Helper()
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		leases  int
-		records int
-		start   = make(chan struct{})
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		start = make(chan struct{})
 	)
 	for range n {
 		wg.Add(1)
@@ -120,17 +156,15 @@ func raceOneWinner(t *testing.T, s *suite, st idem.Store, key string) {
 			case err != nil:
 				t.Errorf("Acquire: %v", err)
 			case l != nil:
-				leases++
+				leases = append(leases, l)
 			case rec != nil:
-				records++
+				records = append(records, rec)
 			}
 		}()
 	}
 	close(start)
 	wg.Wait()
-	if leases != 1 || records != n-1 {
-		t.Fatalf("%d racing Acquires gave %d leases and %d records, want 1 and %d", n, leases, records, n-1)
-	}
+	return leases, records
 }
 
 func takeOverAfterExpiry(t *testing.T, s *suite, st idem.Store, key string) {
@@ -207,6 +241,14 @@ func fencedAfterCompletion(t *testing.T, s *suite, st idem.Store, key string) {
 func expiredStillOwned(t *testing.T, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
+	// A heartbeat after expiry renews the lease: nobody took it over.
+	if err := st.Heartbeat(bg(), l, long); err != nil {
+		t.Fatalf("Heartbeat after expiry without take-over: %v", err)
+	}
+	if rec := mustRecord(t, st, key, fp("a"), long); rec.Token != l.Token {
+		t.Fatalf("after renewal: record token %d, want %d (lease renewed, no take-over)", rec.Token, l.Token)
+	}
+	s.wait(s.ttl / 2)
 	if err := st.Complete(bg(), l, sampleResponse("late"), long); err != nil {
 		t.Fatalf("Complete after expiry without take-over: %v", err)
 	}

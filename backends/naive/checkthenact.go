@@ -1,0 +1,84 @@
+package naive
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// DefaultWindow is CheckThenAct's pause between its read and its write when
+// Options.Window is zero: about one network round trip.
+const DefaultWindow = time.Millisecond
+
+// CheckThenAct is the "check, then act" design: Acquire looks the key up,
+// and if it is free writes an in-progress record in a second, separate step
+// ("SELECT, then INSERT"; "GET, then SET" without NX). The two steps are not
+// one atomic transition, so concurrent duplicates that all read "absent"
+// before any of them writes all get a lease and all run: double execution
+// (I1), found by the duplicates scenario. The last writer's record stays, so
+// every other holder later loses its Complete to fencing, after its side
+// effect already happened.
+//
+// Everything else is sound: global fencing tokens, fenced writes, replay,
+// fingerprints, retention. It has no data race: each step holds the lock;
+// only the transition as a whole is not atomic.
+type CheckThenAct struct {
+	mapStore
+	window time.Duration
+}
+
+var (
+	_ idem.Store   = (*CheckThenAct)(nil)
+	_ idem.Sweeper = (*CheckThenAct)(nil)
+)
+
+// NewCheckThenAct returns a CheckThenAct store. Options.Window sets the gap
+// between the read and the write (see Options).
+func NewCheckThenAct(opts Options) *CheckThenAct {
+	w := opts.Window
+	if w == 0 {
+		w = DefaultWindow
+	}
+	s := &CheckThenAct{window: w}
+	s.init(opts)
+	return s
+}
+
+// Acquire reads the key under the lock, lets go of the lock, waits out the
+// window and then writes a new in-progress record without looking again,
+// overwriting whatever another caller wrote meanwhile. That is the flaw.
+func (s *CheckThenAct) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	// Check.
+	s.mu.Lock()
+	now := s.clock.Now()
+	r, err := s.live(key, now)
+	var rec *idem.Record
+	if r != nil {
+		rec = copyOf(r)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	ok, prev := mayTakeOver(rec, fp, now)
+	if !ok {
+		return nil, rec, nil
+	}
+
+	// The gap between the two steps.
+	if s.window > 0 {
+		time.Sleep(s.window)
+	} else {
+		runtime.Gosched()
+	}
+
+	// Act, on what was read.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claim(key, fp, leaseTTL, s.clock.Now(), prev), nil, nil
+}

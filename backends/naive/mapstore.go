@@ -1,0 +1,263 @@
+package naive
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// Options configures every design. The zero value is usable.
+type Options struct {
+	// Clock tells the time for leases and retention. Nil means the system
+	// clock.
+	Clock idem.Clock
+	// TakeoverGrace is how long an in-progress record whose lease expired is
+	// kept, so that a take-over is recognised (Lease.PrevToken). Zero means
+	// 24 hours. NoExpiry ignores it: its in-progress records are never
+	// removed.
+	TakeoverGrace time.Duration
+	// Window is how long CheckThenAct pauses between its read and its write,
+	// standing for the network round trip that separates them in a real
+	// deployment. Zero means DefaultWindow; a negative Window only yields
+	// the processor (runtime.Gosched). The other designs ignore it.
+	Window time.Duration
+}
+
+// mapStore is a correct in-memory idem.Store: one mutex, one map, one global
+// fencing counter. Every design embeds it and replaces the one transition it
+// gets wrong, so that everything else (tokens, replay, fingerprints,
+// retention) behaves like a sound store and the harness catches exactly the
+// flaw. It starts no goroutine; expired records go lazily on access or by
+// Sweep.
+type mapStore struct {
+	mu      sync.Mutex
+	records map[string]*idem.Record // replaced, never mutated, once stored
+	tokens  idem.Token              // last token issued, for every key
+	clock   idem.Clock
+	grace   time.Duration // < 0: in-progress records are kept forever
+}
+
+// init makes s an empty store configured by opts.
+func (s *mapStore) init(opts Options) {
+	s.records = make(map[string]*idem.Record)
+	s.clock = opts.Clock
+	if s.clock == nil {
+		s.clock = idem.SystemClock{}
+	}
+	s.grace = opts.TakeoverGrace
+	if s.grace == 0 {
+		s.grace = 24 * time.Hour
+	}
+}
+
+// live returns the stored record of key, validated, or nil if there is none
+// or it is past its expiry (then it is removed). The lock must be held.
+func (s *mapStore) live(key string, now time.Time) (*idem.Record, error) {
+	r := s.records[key]
+	if r == nil {
+		return nil, nil
+	}
+	if !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
+		delete(s.records, key)
+		return nil, nil
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// copyOf returns a copy of r for a caller, who may keep or change it.
+func copyOf(r *idem.Record) *idem.Record {
+	c := *r
+	return &c
+}
+
+// keepUntil is when an in-progress record whose lease ends at leaseExp is
+// removed; zero means never.
+func (s *mapStore) keepUntil(leaseExp time.Time) time.Time {
+	if s.grace < 0 {
+		return time.Time{}
+	}
+	return leaseExp.Add(s.grace)
+}
+
+// mayTakeOver reports whether a request with fp may claim a key whose live
+// record is r (nil: absent), and the token it replaces.
+func mayTakeOver(r *idem.Record, fp idem.Fingerprint, now time.Time) (ok bool, prev idem.Token) {
+	switch {
+	case r == nil:
+		return true, 0
+	case r.Status == idem.StatusInProgress && !r.LeaseLive(now) && r.Fingerprint == fp:
+		return true, r.Token
+	}
+	return false, 0
+}
+
+// newLease issues the next token for key. The lock must be held.
+func (s *mapStore) newLease(key string, fp idem.Fingerprint, ttl time.Duration, now time.Time, prev idem.Token) *idem.Lease {
+	s.tokens++
+	return &idem.Lease{Key: key, Token: s.tokens, Fingerprint: fp, PrevToken: prev, Expiry: now.Add(ttl)}
+}
+
+// claim issues a lease and stores key as in progress under it. The lock
+// must be held.
+func (s *mapStore) claim(key string, fp idem.Fingerprint, ttl time.Duration, now time.Time, prev idem.Token) *idem.Lease {
+	l := s.newLease(key, fp, ttl, now, prev)
+	s.records[key] = &idem.Record{
+		Key: key, Status: idem.StatusInProgress, Fingerprint: fp, Token: l.Token,
+		LeaseExpiry: l.Expiry, ExpiresAt: s.keepUntil(l.Expiry),
+	}
+	return l
+}
+
+// owned returns the record of l.Key if it is in progress with l.Token, else
+// ErrLeaseLost. The lock must be held.
+func (s *mapStore) owned(l *idem.Lease, now time.Time) (*idem.Record, error) {
+	r, err := s.live(l.Key, now)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil || r.Status != idem.StatusInProgress || r.Token != l.Token {
+		return nil, idem.ErrLeaseLost
+	}
+	return r, nil
+}
+
+// finished is the completed or failed record l's execution leaves behind.
+func finished(l *idem.Lease, st idem.Status, resp idem.Response, now time.Time, retention time.Duration) *idem.Record {
+	return &idem.Record{
+		Key: l.Key, Status: st, Fingerprint: l.Fingerprint, Token: l.Token,
+		Response: &resp, ExpiresAt: now.Add(retention),
+	}
+}
+
+// Acquire implements idem.Store atomically: one critical section.
+func (s *mapStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	r, err := s.live(key, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	ok, prev := mayTakeOver(r, fp, now)
+	if !ok {
+		return nil, copyOf(r), nil
+	}
+	return s.claim(key, fp, leaseTTL, now, prev), nil, nil
+}
+
+// Heartbeat implements idem.Store: it is fenced and extends the lease.
+func (s *mapStore) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	r, err := s.owned(l, now)
+	if err != nil {
+		return err
+	}
+	n := copyOf(r)
+	n.LeaseExpiry = now.Add(leaseTTL)
+	n.ExpiresAt = s.keepUntil(n.LeaseExpiry)
+	s.records[l.Key] = n
+	l.Expiry = n.LeaseExpiry
+	return nil
+}
+
+// Complete implements idem.Store: it is fenced.
+func (s *mapStore) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
+	return s.finish(ctx, l, idem.StatusCompleted, resp, retention)
+}
+
+// Fail implements idem.Store: it is fenced.
+func (s *mapStore) Fail(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
+	return s.finish(ctx, l, idem.StatusFailed, resp, retention)
+}
+
+func (s *mapStore) finish(ctx context.Context, l *idem.Lease, st idem.Status, resp idem.Response, retention time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	if _, err := s.owned(l, now); err != nil {
+		return err
+	}
+	s.records[l.Key] = finished(l, st, resp, now, retention)
+	return nil
+}
+
+// Release implements idem.Store: it is fenced.
+func (s *mapStore) Release(ctx context.Context, l *idem.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.owned(l, s.clock.Now()); err != nil {
+		return err
+	}
+	delete(s.records, l.Key)
+	return nil
+}
+
+// Get implements idem.Store.
+func (s *mapStore) Get(ctx context.Context, key string) (*idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.live(key, s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, idem.ErrNotFound
+	}
+	return copyOf(r), nil
+}
+
+// Sweep implements idem.Sweeper: it removes every record past its expiry
+// and returns how many it removed.
+func (s *mapStore) Sweep(ctx context.Context) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	removed := 0
+	for k, r := range s.records {
+		if !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
+			delete(s.records, k)
+			removed++
+		}
+	}
+	return removed, nil
+}
+
+// corrupt breaks the stored record of key so that reads report
+// idem.ErrCorruptRecord; tests use it. It reports whether key had a record.
+func (s *mapStore) corrupt(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.records[key]
+	if r == nil {
+		return false
+	}
+	c := copyOf(r)
+	c.Token = 0
+	s.records[key] = c
+	return true
+}

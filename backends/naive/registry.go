@@ -1,0 +1,48 @@
+package naive
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// ErrUnknownDesign reports a design name that New does not know.
+var ErrUnknownDesign = errors.New("naive: unknown design")
+
+// designs is the registry, in the order of VERIFICATION.md.
+var designs = []struct {
+	name string
+	new  func(Options) idem.Store
+}{
+	{"check-then-act", func(o Options) idem.Store { return NewCheckThenAct(o) }},
+	{"cache-on-success", func(o Options) idem.Store { return NewCacheOnSuccess(o) }},
+	{"unfenced-takeover", func(o Options) idem.Store { return NewUnfencedTakeover(o) }},
+	{"delete-on-error", func(o Options) idem.Store { return NewDeleteOnError(o) }},
+	{"no-expiry", func(o Options) idem.Store { return NewNoExpiry(o) }},
+	{"no-heartbeat", func(o Options) idem.Store { return NewNoHeartbeat(o) }},
+}
+
+// Names returns the names of the designs New accepts, in a fixed order:
+// check-then-act, cache-on-success, unfenced-takeover, delete-on-error,
+// no-expiry, no-heartbeat. The slice is the caller's.
+func Names() []string {
+	names := make([]string, len(designs))
+	for i, d := range designs {
+		names[i] = d.name
+	}
+	return names
+}
+
+// New returns a fresh store of the named design on clock (nil means the
+// system clock), with the other Options at their defaults. An unknown name
+// returns an error wrapping ErrUnknownDesign that lists the valid names.
+func New(name string, clock idem.Clock) (idem.Store, error) {
+	for _, d := range designs {
+		if d.name == name {
+			return d.new(Options{Clock: clock}), nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q (valid: %s)", ErrUnknownDesign, name, strings.Join(Names(), ", "))
+}

@@ -1,0 +1,57 @@
+package naive
+
+import (
+	"context"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// UnfencedTakeover is the "unfenced take-over" design: an expired lease is
+// taken over correctly, with a higher token, but Complete and Fail do not
+// check the token: they overwrite the key's record whatever it holds ("SET
+// key …" or "UPDATE … WHERE key = $1", with no token in the condition), so
+// the last writer wins. A holder that stalled past its lease (a GC pause)
+// and wakes up after its successor took over still completes: its side
+// effect ran as well as the successor's (I1), its response replaces the
+// successor's (I3), and a completion with a lower token is accepted after a
+// higher one (I5). Found by the gc-pause scenario.
+//
+// Heartbeat and Release stay fenced; everything else is sound.
+type UnfencedTakeover struct {
+	mapStore
+}
+
+var (
+	_ idem.Store   = (*UnfencedTakeover)(nil)
+	_ idem.Sweeper = (*UnfencedTakeover)(nil)
+)
+
+// NewUnfencedTakeover returns an UnfencedTakeover store.
+func NewUnfencedTakeover(opts Options) *UnfencedTakeover {
+	s := &UnfencedTakeover{}
+	s.init(opts)
+	return s
+}
+
+// Complete stores resp under l's token whatever the key holds. That is the
+// flaw.
+func (s *UnfencedTakeover) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
+	return s.overwrite(ctx, l, idem.StatusCompleted, resp, retention)
+}
+
+// Fail stores resp as a failure under l's token whatever the key holds.
+// That is the flaw.
+func (s *UnfencedTakeover) Fail(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
+	return s.overwrite(ctx, l, idem.StatusFailed, resp, retention)
+}
+
+func (s *UnfencedTakeover) overwrite(ctx context.Context, l *idem.Lease, st idem.Status, resp idem.Response, retention time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records[l.Key] = finished(l, st, resp, s.clock.Now(), retention)
+	return nil
+}

@@ -1,0 +1,236 @@
+package checker
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idembench/idembench/history"
+)
+
+// DefaultTimeout is the linearizability budget used when Options.Timeout is
+// zero.
+const DefaultTimeout = 10 * time.Second
+
+// Options tunes Check. The zero value is ready to use.
+type Options struct {
+	// Timeout is the wall-clock budget of the linearizability check (I4)
+	// over the whole history, counted from the start of Check. Keys whose
+	// search has not finished when it runs out are inconclusive, and so is
+	// the verdict if nothing else is violated. Keys with a single possible
+	// order are checked even after the budget is spent. Zero means
+	// DefaultTimeout; a negative value means no limit (a pathological key
+	// can then take exponential time).
+	Timeout time.Duration
+	// VisualizeDir, when not empty, receives one Porcupine HTML file per
+	// key that fails I4 (at most MaxVisualizations), named after the
+	// sanitized key, with the fault windows that overlap the key's ops as
+	// annotations. The directory is created if needed. Each visualization
+	// search is bounded by VisualizeTimeout on top of Timeout.
+	VisualizeDir string
+	// MaxVisualizations caps the HTML files written; zero means 10.
+	MaxVisualizations int
+	// VisualizeTimeout bounds the verbose search behind each visualization;
+	// zero means 5 s. A search that times out still yields a (partial)
+	// visualization.
+	VisualizeTimeout time.Duration
+	// MaxViolations caps Report.Violations per invariant (and
+	// Report.InconclusiveKeys); the counts in Report.Invariants are always
+	// complete. Zero means 100.
+	MaxViolations int
+	// Workers is the number of keys checked in parallel; zero means
+	// GOMAXPROCS.
+	Workers int
+	// SearchMemory bounds, in bytes, the memory one key's Porcupine search
+	// may use for its cache; a search that reaches it is inconclusive, like
+	// a timeout. The use is estimated from the number of legal steps, an
+	// upper bound that is typically several times the real use. Zero means
+	// DefaultSearchMemory; a negative value means no bound. Up to Workers
+	// searches run at once.
+	SearchMemory int64
+}
+
+// DefaultSearchMemory is the per-key search memory bound used when
+// Options.SearchMemory is zero.
+const DefaultSearchMemory = 512 << 20
+
+func (o Options) withDefaults() Options {
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxVisualizations <= 0 {
+		o.MaxVisualizations = 10
+	}
+	if o.VisualizeTimeout <= 0 {
+		o.VisualizeTimeout = 5 * time.Second
+	}
+	if o.MaxViolations <= 0 {
+		o.MaxViolations = 100
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.SearchMemory == 0 {
+		o.SearchMemory = DefaultSearchMemory
+	}
+	return o
+}
+
+// Check proves or refutes "no double execution" for h: it partitions the
+// ops by key, checks the ledger invariants I1, I2, I3, I5 and I6 on every
+// key in linear time, then I4 with the key model (see the package doc),
+// directly for keys whose ops are totally ordered in time and with
+// Porcupine under the Timeout budget for the others. h is not modified.
+//
+// Check never returns VerdictOK unless every key was fully checked: a
+// timeout, an invalid history (Report.Notes says why) or a history without
+// calls gives VerdictInconclusive. Unresolved effects (Outcome Unknown) are
+// treated as maybe applied; resolve them with History.ResolveEffects first
+// for the strongest check.
+func Check(h *history.History, opts Options) Report {
+	start := time.Now()
+	opts = opts.withDefaults()
+	rep := Report{Verdict: VerdictInconclusive}
+	if h != nil {
+		rep.Header = h.Header
+	}
+	for _, inv := range Invariants {
+		rep.Invariants = append(rep.Invariants, InvariantResult{Invariant: inv})
+	}
+	if err := h.Validate(); err != nil {
+		rep.Notes = append(rep.Notes, "history is invalid, nothing was checked: "+err.Error())
+		rep.Stats.Duration = time.Since(start)
+		return rep
+	}
+	ops := h.Ops
+	countOps(ops, &rep.Stats)
+	p := partitionByKey(ops)
+	rep.Stats.Keys = len(p.keys)
+
+	var deadline time.Time
+	if opts.Timeout > 0 {
+		deadline = start.Add(opts.Timeout)
+	}
+	results := make([]keyResult, len(p.keys))
+	var linTime atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(opts.Workers, max(len(p.keys), 1)) {
+		wg.Go(func() {
+			var sc scratch
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(p.keys) {
+					return
+				}
+				g := p.group(k)
+				r := &results[k]
+				f := checkLedger(ops, p.keys[k], g, r)
+				t0 := time.Now()
+				r.lin, r.searched = linearize(ops, g, f, deadline, opts.SearchMemory, &sc)
+				linTime.Add(int64(time.Since(t0)))
+				if r.lin == linImplied {
+					r.add(ops, I4Linearizable, p.keys[k], "not linearizable: "+f.impliedWhy, g)
+				} else if r.lin == linIllegal {
+					r.add(ops, I4Linearizable, p.keys[k], "not linearizable against the key model", g)
+				}
+				switch r.lin {
+				case linOK, linIllegal, linImplied:
+					r.checked[slot(I4Linearizable)]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rep.Stats.LinearizabilityDuration = time.Duration(linTime.Load())
+
+	collect(&rep, p, results, opts)
+	if opts.VisualizeDir != "" {
+		visualizeFailures(&rep, ops, p, opts)
+	}
+	rep.Verdict = verdict(&rep)
+	rep.Stats.Duration = time.Since(start)
+	return rep
+}
+
+func countOps(ops []history.Op, st *Stats) {
+	st.Ops = len(ops)
+	for i := range ops {
+		op := &ops[i]
+		switch op.Kind {
+		case history.KindCall:
+			st.Calls++
+			if op.Probe {
+				st.Probes++
+			}
+			if op.Outcome == history.Unknown {
+				st.UnknownCalls++
+			}
+		case history.KindEffect:
+			st.Effects++
+			if op.Outcome == history.Unknown {
+				st.UnresolvedEffects++
+			}
+		case history.KindFault:
+			st.Faults++
+		}
+	}
+}
+
+// collect folds the per-key results into rep, in invariant order then key
+// order, capping the listed violations.
+func collect(rep *Report, p *partition, results []keyResult, opts Options) {
+	byInv := make([][]Violation, len(invIndex))
+	for k := range results {
+		r := &results[k]
+		for s := range invIndex {
+			rep.Invariants[s].Checked += r.checked[s]
+		}
+		if r.searched {
+			rep.Stats.SearchedKeys++
+		}
+		if r.lin == linUnknown || r.lin == linSkipped {
+			rep.Invariants[slot(I4Linearizable)].Inconclusive++
+			if len(rep.InconclusiveKeys) < opts.MaxViolations {
+				rep.InconclusiveKeys = append(rep.InconclusiveKeys, p.keys[k])
+			}
+		}
+		for _, v := range r.violations {
+			s := slot(v.Invariant)
+			rep.Invariants[s].Violations++
+			if len(byInv[s]) < opts.MaxViolations {
+				byInv[s] = append(byInv[s], v)
+			}
+		}
+	}
+	for _, vs := range byInv {
+		rep.Violations = append(rep.Violations, vs...)
+	}
+	if rep.Stats.Probes == 0 {
+		rep.Notes = append(rep.Notes, "no liveness probes recorded: I6 was not checked")
+	}
+	if n := rep.Stats.UnresolvedEffects; n > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d effect(s) still unknown (not resolved from the ledger): treated as maybe applied", n))
+	}
+	if n := rep.Invariants[slot(I4Linearizable)].Inconclusive; n > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("linearizability check did not finish for %d key(s) within the %v budget or the %d MiB search memory bound",
+			n, opts.Timeout, opts.SearchMemory>>20))
+	}
+}
+
+func verdict(rep *Report) Verdict {
+	if slices.ContainsFunc(rep.Invariants, func(ir InvariantResult) bool { return ir.Violations > 0 }) {
+		return VerdictViolation
+	}
+	if rep.Invariants[slot(I4Linearizable)].Inconclusive > 0 {
+		return VerdictInconclusive
+	}
+	if rep.Stats.Calls == 0 {
+		rep.Notes = append(rep.Notes, "history holds no calls: nothing was proven")
+		return VerdictInconclusive
+	}
+	return VerdictOK
+}

@@ -1,0 +1,116 @@
+package checker
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/idembench/idembench/history"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func load(t testing.TB, name string) *history.History {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := history.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return h
+}
+
+// TestRecordedHistories checks every hand-written history in testdata
+// against its known verdict and the exact set of violated invariants. Every
+// file in testdata must appear here.
+func TestRecordedHistories(t *testing.T) {
+	tests := []struct {
+		file    string
+		verdict Verdict
+		want    []Invariant
+	}{
+		{"ok_single_execution_replays.jsonl", VerdictOK, nil},
+		{"ok_concurrent_duplicates_in_progress.jsonl", VerdictOK, nil},
+		{"ok_crash_unknown_then_takeover.jsonl", VerdictOK, nil},
+		{"ok_recovery_completes_with_first_effect.jsonl", VerdictOK, nil},
+		{"bad_double_effect.jsonl", VerdictViolation, []Invariant{I1AtMostOnce, I4Linearizable}},
+		{"bad_two_concurrent_executions.jsonl", VerdictViolation, []Invariant{I1AtMostOnce, I4Linearizable}},
+		{"bad_replay_different_response.jsonl", VerdictViolation, []Invariant{I3ReplayConsistency, I4Linearizable}},
+		{"bad_phantom_success.jsonl", VerdictViolation, []Invariant{I2NoPhantomSuccess, I4Linearizable}},
+		{"bad_stale_effect_after_newer.jsonl", VerdictViolation, []Invariant{I1AtMostOnce, I4Linearizable, I5Fencing}},
+		{"bad_stale_completion_after_newer_effect.jsonl", VerdictViolation, []Invariant{I5Fencing}},
+		{"bad_probe_stuck.jsonl", VerdictViolation, []Invariant{I6Liveness}},
+		{"bad_in_progress_after_commit.jsonl", VerdictViolation, []Invariant{I4Linearizable}},
+		{"bad_mismatch_same_fingerprint.jsonl", VerdictViolation, []Invariant{I4Linearizable}},
+	}
+	files, err := filepath.Glob("testdata/*.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !slices.ContainsFunc(tests, func(tt struct {
+			file    string
+			verdict Verdict
+			want    []Invariant
+		}) bool {
+			return tt.file == filepath.Base(f)
+		}) {
+			t.Errorf("%s has no expected verdict in this table", f)
+		}
+	}
+	for _, tt := range tests {
+		t.Run(strings.TrimSuffix(tt.file, ".jsonl"), func(t *testing.T) {
+			h := load(t, tt.file)
+			dir := t.TempDir()
+			rep := Check(h, Options{VisualizeDir: dir})
+			if rep.Verdict != tt.verdict {
+				t.Errorf("verdict %s, want %s; violations: %s", rep.Verdict, tt.verdict, summarize(rep))
+			}
+			if diff := cmp.Diff(tt.want, rep.Violated()); diff != "" {
+				t.Errorf("violated invariants (-want +got):\n%s\n%s", diff, summarize(rep))
+			}
+			for _, v := range rep.Violations {
+				if v.Key == "" || v.Message == "" || len(v.Ops) == 0 {
+					t.Errorf("violation without key, message or ops: %+v", v)
+				}
+				if v.Invariant != I4Linearizable {
+					continue
+				}
+				if v.VisualizationPath == "" {
+					t.Errorf("I4 violation on %q has no visualization; notes: %v", v.Key, rep.Notes)
+					continue
+				}
+				html, err := os.ReadFile(v.VisualizationPath)
+				if err != nil || !strings.Contains(string(html), "<html") {
+					t.Errorf("visualization %s: %v", v.VisualizationPath, err)
+				}
+			}
+			if tt.verdict == VerdictOK {
+				entries, _ := os.ReadDir(dir)
+				if len(entries) != 0 {
+					t.Errorf("visualizations written for a legal history: %v", entries)
+				}
+			}
+		})
+	}
+}
+
+func summarize(rep Report) string {
+	var b strings.Builder
+	for _, v := range rep.Violations {
+		b.WriteString("\n  " + string(v.Invariant) + " " + v.Key + ": " + v.Message)
+	}
+	for _, n := range rep.Notes {
+		b.WriteString("\n  note: " + n)
+	}
+	return b.String()
+}

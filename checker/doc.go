@@ -1,0 +1,97 @@
+// Package checker proves or refutes "no double execution" for a recorded
+// run (a history.History). Check returns a Report with a Verdict (ok,
+// violation, inconclusive), the violations found (invariant, key, message,
+// the operations involved with their times, tokens, clients and workers) and
+// per-invariant counts.
+//
+// # Invariants
+//
+// Every invariant is checked per key (ops are partitioned by Key; fault ops
+// belong to no key and only annotate visualizations).
+//
+//   - I1 at-most-once: at most one effect is applied per key. Only effects
+//     with a known outcome count; unresolved ones (Outcome Unknown) cannot
+//     prove a double execution.
+//   - I2 no phantom success: a key that returned a success (executed or
+//     replayed) has an applied effect behind it, and the first effect
+//     started before the first success returned. More than one effect is
+//     reported by I1, not I2. A key whose only effects are unresolved is
+//     not a violation. Failed (stored permanent failure) is not a success:
+//     a permanent failure may legitimately happen before any effect.
+//   - I3 replay consistency: every response returned for a key (executed,
+//     replayed, failed) has the same digest.
+//   - I4 linearizable key: the key's calls and effects are linearizable
+//     against the key model below, checked with Porcupine.
+//   - I5 fencing: no effect, and no completion (executed, or failed with a
+//     token), is accepted with a token lower than that of an applied effect
+//     that returned before it was called. Ledger order is real-time order:
+//     overlapping operations are not compared, and token 0 means "unfenced"
+//     and is skipped.
+//   - I6 liveness: an end-of-run probe (a call with Probe set) must not get
+//     in_progress, unknown or error. A history without probes is not
+//     checked for I6 (Report.Notes says so).
+//
+// # The key model (I4)
+//
+// State: {effects 0|1, committed none|(response, fingerprint)}.
+//
+//   - effect applied: legal only if effects == 0, then effects = 1. An
+//     effect the sink rejected changes nothing.
+//   - executed(resp): legal only if effects == 1 and nothing is committed;
+//     commits resp. A recovery completion (the engine stores the response
+//     of an effect a crashed holder already applied) is legal because that
+//     effect was linearized first.
+//   - failed(resp) with a token (this call ran and stored a permanent
+//     failure): legal only if nothing is committed; commits resp, whatever
+//     effects is, since a permanent failure may come before the effect.
+//     Without a token it is a replay of a stored failure: legal if resp
+//     matches the commit, or, when nothing is committed, treated as the
+//     first execution (the recorder may not know the token).
+//   - replayed(resp): legal only if resp (and, when both are known, the
+//     fingerprint) match the commit.
+//   - in_progress: legal only while nothing is committed.
+//   - mismatch: the holder of an uncommitted record is not modelled, so a
+//     mismatch is always legal while nothing is committed; after a commit
+//     it is legal unless both fingerprints are known and equal (then the
+//     engine should have replayed).
+//   - released, lease_lost, error: no change (and left out of the search).
+//   - unknown call: nondeterministic, with Return = NoReturn: it did
+//     nothing, or (if nothing was committed) it committed a response that
+//     the first later replay reveals. When the key has a call that
+//     committed (executed, or failed with a token), unknown calls can only
+//     have done nothing and are left out of the search.
+//   - unresolved effect: applied or not. When the key has a known applied
+//     effect, unresolved ones can only have been rejected and are left out.
+//
+// The nondeterminism is handled by a power-set model: Porcupine's state is
+// the set of possible key states.
+//
+// # Cost and timeouts
+//
+// The ledger invariants are linear in the number of ops. For I4, in order
+// of cost:
+//
+//   - a key that fails I1 or I3 cannot be linearizable and is reported
+//     without a search;
+//   - a key whose model-relevant ops are totally ordered in time has one
+//     possible order and is stepped through directly;
+//   - otherwise a greedy search looks for one linearization without
+//     backtracking (legal ops that leave the state unchanged first, which
+//     is always safe; then the state-changing op that must end soonest);
+//     finding one proves the key linearizable;
+//   - only keys without such a witness go to Porcupine, on
+//     Options.Workers goroutines, under the Options.Timeout budget.
+//
+// A key whose search does not finish in the budget is inconclusive, and so
+// is the verdict unless something else is violated: a timeout is never ok.
+// Only for keys that fail I4 does Check run Porcupine's verbose search and
+// write its HTML visualization into Options.VisualizeDir.
+//
+// # Limits
+//
+// Records are assumed to outlive the run (retention longer than the run):
+// a key whose record expired and was legitimately executed again shows up
+// as an I1 violation. Every op of a key must carry the same Key string; key
+// scoping is the recorder's business. Ledger order for I5 is inferred from
+// real time, so two overlapping effects are never compared.
+package checker

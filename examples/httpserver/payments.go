@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log"
+	"net/http"
+	"sync"
+
+	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/idem/idemhttp"
+)
+
+// payment is a created payment, as the API returns it.
+type payment struct {
+	ID       string `json:"id"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Status   string `json:"status"`
+}
+
+// ledger is the side effect the idempotency key protects: every POST that
+// reaches it creates a payment. It is safe for concurrent use.
+type ledger struct {
+	mu       sync.Mutex
+	payments map[string]payment
+	next     int
+}
+
+func newLedger() *ledger { return &ledger{payments: make(map[string]payment)} }
+
+func (l *ledger) create(amount int64, currency string) payment {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next++
+	p := payment{ID: fmt.Sprintf("pay_%06d", l.next), Amount: amount, Currency: currency, Status: "succeeded"}
+	l.payments[p.ID] = p
+	return p
+}
+
+func (l *ledger) get(id string) (payment, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.payments[id]
+	return p, ok
+}
+
+// count returns how many payments were created.
+func (l *ledger) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.payments)
+}
+
+// newAPI returns the payments API: POST /payments behind the idempotency
+// middleware (key required), GET /payments/{id} without it. logger receives
+// the errors the middleware reports (store failures).
+func newAPI(eng *idem.Engine, l *ledger, logger *log.Logger) http.Handler {
+	mw := idemhttp.Middleware(eng, idemhttp.Options{
+		OnError: func(r *http.Request, err error) { logger.Printf("%s %s: %v", r.Method, r.URL.Path, err) },
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /payments", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		createPayment(w, r, l)
+	})))
+	mux.HandleFunc("GET /payments/{id}", func(w http.ResponseWriter, r *http.Request) {
+		p, ok := l.get(r.PathValue("id"))
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such payment"})
+			return
+		}
+		writeJSON(w, http.StatusOK, p)
+	})
+	return mux
+}
+
+// createPayment validates the body and creates the payment. Its 4xx answers
+// are stored and replayed like its 201s.
+func createPayment(w http.ResponseWriter, r *http.Request, l *ledger) {
+	var req struct {
+		Amount   int64  `json:"amount"`
+		Currency string `json:"currency"`
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body must be {\"amount\": <int>, \"currency\": \"<ISO 4217>\"}"})
+		return
+	}
+	if req.Amount <= 0 {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "amount must be a positive integer (minor units)"})
+		return
+	}
+	if !isCurrency(req.Currency) {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "currency must be three upper-case letters"})
+		return
+	}
+	p := l.create(req.Amount, req.Currency)
+	w.Header().Set("Location", "/payments/"+p.ID)
+	writeJSON(w, http.StatusCreated, p)
+}
+
+func isCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for i := range 3 {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,173 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/backends/memstore"
+	"github.com/idembench/idembench/idem"
+)
+
+// brokenStore fails Acquire or Complete with a backend error.
+type brokenStore struct {
+	idem.Store
+	acquire, complete bool
+}
+
+var errDown = errors.New("down")
+
+func (s *brokenStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
+	if s.acquire {
+		return nil, nil, idem.BackendError("acquire", errDown)
+	}
+	return s.Store.Acquire(ctx, key, fp, ttl)
+}
+
+func (s *brokenStore) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
+	if s.complete {
+		return idem.BackendError("complete", errDown)
+	}
+	return s.Store.Complete(ctx, l, resp, retention)
+}
+
+// listError is an error type that cannot be compared with ==.
+type listError struct{ reasons []string }
+
+func (e listError) Error() string { return "invalid: " + e.reasons[0] }
+
+func TestConsume(t *testing.T) {
+	errBusy := errors.New("downstream busy")
+	errBad := idem.Permanent(errors.New("malformed message"))
+	errList := idem.Permanent(listError{[]string{"no amount"}})
+	fp := idem.FingerprintString("body")
+	type delivery struct {
+		key      string
+		fp       idem.Fingerprint
+		fnErr    error
+		decision idem.Decision
+		err      error // errors.Is target; nil means no error
+		runs     int   // fn runs after this delivery
+	}
+	tests := []struct {
+		name       string
+		store      func(idem.Store) idem.Store
+		deliveries []delivery
+	}{
+		{name: "processed once, duplicates acked", deliveries: []delivery{
+			{"m", fp, nil, idem.Ack, nil, 1},
+			{"m", fp, nil, idem.Ack, nil, 1},
+			{"m", fp, nil, idem.Ack, nil, 1},
+		}},
+		{name: "permanent failure acked and stored", deliveries: []delivery{
+			{"m", fp, errBad, idem.Ack, errBad, 1},
+			{"m", fp, nil, idem.Ack, nil, 1},
+		}},
+		{name: "permanent failure with an incomparable error type", deliveries: []delivery{
+			{"m", fp, errList, idem.Ack, errList, 1},
+			{"m", fp, nil, idem.Ack, nil, 1},
+		}},
+		{name: "retryable failure nacked and released", deliveries: []delivery{
+			{"m", fp, errBusy, idem.Nack, errBusy, 1},
+			{"m", fp, errBusy, idem.Nack, errBusy, 2},
+			{"m", fp, nil, idem.Ack, nil, 3},
+			{"m", fp, nil, idem.Ack, nil, 3},
+		}},
+		{name: "invalid key rejected", deliveries: []delivery{
+			{"bad key", fp, nil, idem.Reject, idem.ErrInvalidKey, 0},
+		}},
+		{name: "key reused by another message rejected", deliveries: []delivery{
+			{"m", fp, nil, idem.Ack, nil, 1},
+			{"m", idem.FingerprintString("other body"), nil, idem.Reject, idem.ErrFingerprintMismatch, 1},
+		}},
+		{name: "store down nacked", store: func(s idem.Store) idem.Store { return &brokenStore{Store: s, acquire: true} }, deliveries: []delivery{
+			{"m", fp, nil, idem.Nack, idem.ErrBackend, 0},
+		}},
+		{name: "completion not recorded nacked", store: func(s idem.Store) idem.Store { return &brokenStore{Store: s, complete: true} }, deliveries: []delivery{
+			{"m", fp, nil, idem.Nack, idem.ErrBackend, 1},
+			{"m", fp, nil, idem.Requeue, idem.ErrInProgress, 1}, // the lease is still live
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := memstore.New(memstore.Options{SweepInterval: -1})
+			defer mem.Close()
+			var store idem.Store = mem
+			if tt.store != nil {
+				store = tt.store(mem)
+			}
+			eng := idem.New(store)
+			runs := 0
+			for i, d := range tt.deliveries {
+				got, err := eng.Consume(context.Background(), d.key, d.fp, func(context.Context) error {
+					runs++
+					return d.fnErr
+				})
+				if got != d.decision || runs != d.runs {
+					t.Fatalf("delivery %d: %s after %d runs, want %s after %d (err %v)", i, got, runs, d.decision, d.runs, err)
+				}
+				if d.err == nil && err != nil || d.err != nil && !errors.Is(err, d.err) {
+					t.Fatalf("delivery %d: error %v, want %v", i, err, d.err)
+				}
+			}
+		})
+	}
+}
+
+func TestConsumeInFlightIsRequeued(t *testing.T) {
+	mem := memstore.New(memstore.Options{SweepInterval: -1})
+	defer mem.Close()
+	eng := idem.New(mem)
+	fp := idem.FingerprintString("body")
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan idem.Decision)
+	go func() {
+		d, _ := eng.Consume(context.Background(), "m", fp, func(context.Context) error {
+			close(entered)
+			<-release
+			return nil
+		})
+		done <- d
+	}()
+	<-entered
+	d, err := eng.Consume(context.Background(), "m", fp, func(context.Context) error {
+		t.Error("duplicate ran while the first is in flight")
+		return nil
+	})
+	if d != idem.Requeue || !errors.Is(err, idem.ErrInProgress) {
+		t.Fatalf("in flight: %s, %v; want requeue, ErrInProgress", d, err)
+	}
+	close(release)
+	if d := <-done; d != idem.Ack {
+		t.Fatalf("first: %s", d)
+	}
+	if d, err := eng.Consume(context.Background(), "m", fp, nil); d != idem.Ack || err != nil {
+		t.Fatalf("after completion: %s, %v", d, err)
+	}
+}
+
+func TestConsumePanicReleases(t *testing.T) {
+	mem := memstore.New(memstore.Options{SweepInterval: -1})
+	defer mem.Close()
+	eng := idem.New(mem)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("panic swallowed")
+			}
+		}()
+		eng.Consume(context.Background(), "m", idem.Fingerprint{}, func(context.Context) error { panic("boom") })
+	}()
+	if _, err := mem.Get(context.Background(), "m"); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("key after panic: %v", err)
+	}
+}
+
+func TestDecisionString(t *testing.T) {
+	for d, want := range map[idem.Decision]string{idem.Ack: "ack", idem.Nack: "nack", idem.Requeue: "requeue", idem.Reject: "reject", 0: "decision(0)"} {
+		if got := d.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", uint8(d), got, want)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+// Package idemhttp is net/http middleware that makes unsafe requests
+// idempotent with an Idempotency-Key header, on top of an *idem.Engine. It
+// works with any router: Middleware returns a func(http.Handler)
+// http.Handler. It uses the standard library only.
+//
+//	eng := idem.New(memstore.New(memstore.Options{}))
+//	mux.Handle("POST /payments", idemhttp.Middleware(eng, idemhttp.Options{})(createPayment))
+//
+// # What happens to a request
+//
+// Requests whose method is not guarded (Options.Methods, default POST and
+// PATCH) pass through untouched. A guarded request without the header is
+// refused, or passes through untouched when Options.Optional is set. Any
+// other guarded request has its body read into memory (up to
+// Options.MaxRequestBody), is fingerprinted (Options.Fingerprint) and is run
+// through Engine.Do under its key: the handler runs at most once per key, and
+// every later request with the same key and fingerprint gets the stored
+// response again.
+//
+// The handler gets the request with the buffered body and a context that
+// carries the lease (idem.LeaseFrom) and is cancelled if the lease is lost.
+// Its response is buffered while it runs and sent when it returns, after the
+// outcome has been recorded, so a client that received a response can rely
+// on its retry replaying it.
+//
+// # Status codes
+//
+// Error responses of the middleware itself are small JSON problem documents
+// (RFC 9457, Content-Type application/problem+json) whose "reason" member
+// names the cause:
+//
+//	status  reason                when
+//	400     missing_key           guarded method, no key header, Optional not set
+//	400     invalid_key           empty, too long (idem.MaxKeyLen), not printable ASCII,
+//	                              or the header repeated
+//	400     unreadable_body       reading the request body failed
+//	400     fingerprint_failed    a custom Options.Fingerprint returned an error
+//	413     body_too_large        request body above Options.MaxRequestBody
+//	422     fingerprint_mismatch  key already used by a different request
+//	409     in_progress           key held by a running request (with Retry-After);
+//	                              with idem.WithConflictWait the engine first waits
+//	                              up to its bound and replays if the first finishes
+//	503     unavailable           the idempotency store failed (with Retry-After);
+//	                              the middleware fails closed, the handler did not run
+//	503     aborted               an idem fault hook aborted the execution (tests)
+//	500     unreplayable_response the stored response has a status code that
+//	                              cannot be written (not 200..599)
+//	any     (replay)              stored response, byte for byte, plus
+//	                              Idempotency-Replayed: true
+//
+// # What is stored and replayed
+//
+// By default every response with a status below 500 (2xx, 3xx and 4xx) is
+// stored and replayed; a 5xx is sent to the client but the key is released,
+// so the client can retry with the same key (Options.StoreStatus changes the
+// policy). Technically the engine function returns a *StatusError for a
+// status that is not stored; the engine's default classifier treats it as
+// retryable, and a custom one (idem.WithClassifier) must do the same.
+//
+// The replay carries the stored status, the stored headers (all headers the
+// handler set except hop-by-hop ones and trailers, or only
+// Options.ReplayHeaders) and the body byte for byte, plus the header
+// Idempotency-Replayed: true. The first response has no such header. A
+// response without Content-Type gets the sniffed type stored, as net/http
+// would send it. Informational (1xx) responses are not forwarded, and
+// Flush and Hijack are not available to the handler: the response is
+// buffered.
+//
+// # Response size cap
+//
+// A response larger than Options.MaxResponseSize (body plus stored header
+// names and values, default idem.DefaultMaxResponseSize) is never truncated.
+// From the write that crosses the cap on, the response is streamed to the
+// client, so the first client still gets it in full; the key is then stored
+// as a failure (status 500, reason response_too_large), so that a retry with
+// the same key does not run the handler again but learns that the original
+// response cannot be replayed. Keep the cap at or below the engine's
+// idem.WithMaxResponseSize; if the engine's cap is lower the engine's own
+// rule applies (the first client still gets the full response; replays get
+// the engine's plain-text 500).
+//
+// # Panics
+//
+// A panic in the handler releases the key (the engine does so before the
+// panic leaves Engine.Do) and then continues: the middleware re-panics so
+// that net/http, or your recovery middleware, sees it. net/http closes the
+// connection; the client can retry with the same key and the handler runs
+// again. Nothing of the buffered response is sent.
+//
+// # Outcome not recorded
+//
+// If the handler ran but recording its outcome failed (store error, or the
+// lease was lost and taken over meanwhile), the client still gets the
+// handler's response, because its side effect happened; the error goes to
+// Options.OnError.
+//
+// # Fingerprint
+//
+// The default fingerprint (NewFingerprinter with zero FingerprintOptions)
+// covers the method, the path, the query (parameters sorted), the media type
+// and the body. JSON bodies (media type application/json or any +json) are
+// canonicalized first (CanonicalJSON), so a retry that reorders object
+// members or changes whitespace is the same request; bodies that are not
+// valid JSON are compared byte for byte.
+package idemhttp

@@ -1,0 +1,160 @@
+package idemhttp
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// Header names and defaults.
+const (
+	// DefaultHeader is the request header that carries the key.
+	DefaultHeader = "Idempotency-Key"
+	// ReplayedHeader is added, with the value "true", to every replayed
+	// response. It is never stored.
+	ReplayedHeader = "Idempotency-Replayed"
+	// DefaultMaxRequestBody is the default limit on a buffered request body.
+	DefaultMaxRequestBody = 1 << 20
+	// DefaultRetryAfter is the default Retry-After of 409 and 503 answers.
+	DefaultRetryAfter = time.Second
+)
+
+// Options configures Middleware. The zero value is usable: a required
+// Idempotency-Key on POST and PATCH, the default fingerprint, 2xx..4xx
+// stored, 1 MiB limits.
+type Options struct {
+	// Header is the request header that carries the key. Empty means
+	// DefaultHeader. Names are case-insensitive.
+	Header string
+	// Optional lets guarded requests without the header pass through to the
+	// handler untouched (no buffering, no idempotency). Otherwise they get
+	// 400 missing_key. A header that is present but invalid is refused
+	// either way. Use two middlewares for routes that differ.
+	Optional bool
+	// Methods lists the guarded methods (case-sensitive, as HTTP methods
+	// are). Nil means POST and PATCH; an empty non-nil slice guards nothing.
+	// Requests with other methods pass through untouched.
+	Methods []string
+	// Scope, when set, returns a namespace for the request (a tenant or
+	// account id) that prefixes its key (idem.ScopedKey), so that clients
+	// cannot see each other's keys. A scope that makes the key invalid (it
+	// contains idem.ScopeSeparator, or the result is too long) gets 400
+	// invalid_key. It is applied in addition to the engine's idem.WithScope.
+	Scope func(r *http.Request) string
+	// Fingerprint identifies the request. Nil means NewFingerprinter with
+	// zero FingerprintOptions (method, path, query, media type and body,
+	// JSON canonicalized).
+	Fingerprint FingerprintFunc
+	// MaxRequestBody limits the buffered request body in bytes; a larger one
+	// gets 413 body_too_large before the handler runs. Zero means
+	// DefaultMaxRequestBody; negative means no limit.
+	MaxRequestBody int64
+	// MaxResponseSize caps the stored response (body plus stored header
+	// names and values, as idem.Response.Size counts). Zero means
+	// idem.DefaultMaxResponseSize; negative means no cap. See the package
+	// doc for what happens above it.
+	MaxResponseSize int
+	// ReplayHeaders lists the response headers that are stored and
+	// replayed (case-insensitive). Nil means every header the handler set
+	// except hop-by-hop headers and trailers. The first client always gets
+	// every header the handler set.
+	ReplayHeaders []string
+	// StoreStatus decides from the handler's status code whether the
+	// response is stored and replayed (true) or the key is released so that
+	// the client can retry (false). Nil means status < 500.
+	StoreStatus func(status int) bool
+	// RetryAfter is sent, rounded up to whole seconds (at least 1), with
+	// 409 in_progress and 503 unavailable. Zero means DefaultRetryAfter.
+	RetryAfter time.Duration
+	// OnError, when set, is told about errors the client does not see in
+	// full: store failures (answered with 503), and failures to record the
+	// outcome of a handler that ran (the client got the handler's
+	// response). It is not called for refusals (400, 409, 413, 422) or when
+	// the client went away. It must be safe for concurrent use.
+	OnError func(r *http.Request, err error)
+}
+
+// StatusError is the error the engine function returns when the handler's
+// status is not stored (by default a 5xx). The engine's default classifier
+// treats it as retryable and releases the key; a custom classifier given to
+// idem.WithClassifier must do the same, or the response is stored as a
+// failure and replayed.
+type StatusError struct {
+	Status int
+}
+
+// Error says which status released the key.
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("idemhttp: handler answered %d; key released for retry", e.Status)
+}
+
+// Middleware returns middleware that runs guarded requests through e, at
+// most once per idempotency key, as the package doc describes. It panics if
+// e is nil, or, when applied, if the handler is nil.
+func Middleware(e *idem.Engine, opts Options) func(http.Handler) http.Handler {
+	if e == nil {
+		panic("idemhttp: Middleware with nil Engine")
+	}
+	h := &handler{engine: e, opts: opts}
+	if h.opts.Header == "" {
+		h.opts.Header = DefaultHeader
+	}
+	methods := opts.Methods
+	if methods == nil {
+		methods = []string{http.MethodPost, http.MethodPatch}
+	}
+	h.methods = make(map[string]bool, len(methods))
+	for _, m := range methods {
+		h.methods[m] = true
+	}
+	if h.opts.Fingerprint == nil {
+		h.opts.Fingerprint = defaultFingerprint
+	}
+	if h.opts.MaxRequestBody == 0 {
+		h.opts.MaxRequestBody = DefaultMaxRequestBody
+	}
+	if h.opts.MaxResponseSize == 0 {
+		h.opts.MaxResponseSize = idem.DefaultMaxResponseSize
+	}
+	h.keep = storedHeader
+	if opts.ReplayHeaders != nil {
+		set := make(map[string]bool, len(opts.ReplayHeaders))
+		for _, n := range opts.ReplayHeaders {
+			set[http.CanonicalHeaderKey(n)] = true
+		}
+		h.keep = func(name string) bool { return set[http.CanonicalHeaderKey(name)] && storedHeader(name) }
+	}
+	if h.opts.StoreStatus == nil {
+		h.opts.StoreStatus = func(status int) bool { return status < 500 }
+	}
+	if h.opts.RetryAfter <= 0 {
+		h.opts.RetryAfter = DefaultRetryAfter
+	}
+	h.retryAfter = int((h.opts.RetryAfter + time.Second - 1) / time.Second)
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			panic("idemhttp: Middleware applied to nil Handler")
+		}
+		c := *h
+		c.next = next
+		return &c
+	}
+}
+
+// handler is the middleware applied to one http.Handler.
+type handler struct {
+	engine     *idem.Engine
+	opts       Options // with defaults filled in
+	methods    map[string]bool
+	keep       func(name string) bool
+	retryAfter int // seconds
+	next       http.Handler
+}
+
+func (h *handler) onError(r *http.Request, err error) {
+	if h.opts.OnError != nil {
+		h.opts.OnError(r, err)
+	}
+}

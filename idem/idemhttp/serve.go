@@ -1,0 +1,188 @@
+package idemhttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// ServeHTTP guards one request; see the package doc.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.methods[r.Method] {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	values := r.Header.Values(h.opts.Header)
+	if len(values) == 0 {
+		if h.opts.Optional {
+			h.next.ServeHTTP(w, r)
+			return
+		}
+		writeProblem(w, http.StatusBadRequest, ReasonMissingKey,
+			fmt.Sprintf("%s requests need the %s header", r.Method, h.opts.Header), 0)
+		return
+	}
+	if len(values) > 1 {
+		writeProblem(w, http.StatusBadRequest, ReasonInvalidKey,
+			fmt.Sprintf("the %s header appears %d times", h.opts.Header, len(values)), 0)
+		return
+	}
+	key, err := h.key(r, values[0])
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, err.Error(), 0)
+		return
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeProblem(w, http.StatusRequestEntityTooLarge, ReasonBodyTooLarge,
+				fmt.Sprintf("request body above %d bytes", tooLarge.Limit), 0)
+			return
+		}
+		writeProblem(w, http.StatusBadRequest, ReasonUnreadableBody, "reading the request body failed", 0)
+		return
+	}
+	fp, err := h.opts.Fingerprint(r, body)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, ReasonFingerprintFailed, err.Error(), 0)
+		return
+	}
+
+	var (
+		c     *capture
+		fnErr error
+	)
+	res, err := h.engine.Do(r.Context(), key, fp, func(ctx context.Context) (idem.Response, error) {
+		c = newCapture(w, h.opts.MaxResponseSize, h.keep)
+		h.next.ServeHTTP(c, withBody(ctx, r, body))
+		var resp idem.Response
+		resp, fnErr = h.outcome(c)
+		return resp, fnErr
+	})
+	if c != nil {
+		h.afterRun(w, r, c, err, fnErr)
+		return
+	}
+	h.respond(w, r, res, err)
+}
+
+// key validates the header value and applies Options.Scope.
+func (h *handler) key(r *http.Request, value string) (string, error) {
+	if h.opts.Scope == nil {
+		return value, idem.ValidateKey(value)
+	}
+	return idem.ScopedKey(h.opts.Scope(r), value)
+}
+
+// readBody reads the whole request body within the limit; a body above it
+// returns an error wrapping *http.MaxBytesError.
+func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	limit := h.opts.MaxRequestBody
+	if limit < 0 {
+		return io.ReadAll(r.Body)
+	}
+	if r.ContentLength > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+}
+
+// withBody returns r with ctx and the buffered body, readable again.
+func withBody(ctx context.Context, r *http.Request, body []byte) *http.Request {
+	r2 := r.WithContext(ctx)
+	if body == nil && (r.Body == nil || r.Body == http.NoBody) {
+		return r2
+	}
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.ContentLength = int64(len(body))
+	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return r2
+}
+
+// outcome turns the handler's response into the engine function's result.
+func (h *handler) outcome(c *capture) (idem.Response, error) {
+	c.finish()
+	resp := idem.Response{Status: c.status, Header: c.stored, Body: c.body.Bytes()}
+	if c.spilled {
+		p := newProblem(http.StatusInternalServerError, ReasonResponseTooLarge, fmt.Sprintf(
+			"the response to the original request (status %d) was above the replay limit of %d bytes; "+
+				"the request was processed but its response cannot be replayed", c.status, h.opts.MaxResponseSize))
+		resp = idem.Response{
+			Status: p.Status,
+			Header: map[string][]string{"Content-Type": {ProblemContentType}},
+			Body:   p.body(),
+		}
+	}
+	if !h.opts.StoreStatus(c.status) {
+		return resp, &StatusError{Status: c.status}
+	}
+	if c.spilled {
+		return resp, idem.Permanent(fmt.Errorf("idemhttp: %w: limit %d bytes", idem.ErrResponseTooLarge, h.opts.MaxResponseSize))
+	}
+	return resp, nil
+}
+
+// afterRun answers a request whose handler ran: with the handler's response,
+// unless a fault hook aborted the execution.
+func (h *handler) afterRun(w http.ResponseWriter, r *http.Request, c *capture, err, fnErr error) {
+	if errors.Is(err, idem.ErrAborted) {
+		if !c.spilled {
+			writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
+		}
+		return
+	}
+	c.send()
+	if err != nil && err != fnErr {
+		h.onError(r, err)
+	}
+}
+
+// respond answers a request whose handler did not run.
+func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Result, err error) {
+	switch {
+	case err == nil:
+		h.replay(w, res.Response)
+	case errors.Is(err, idem.ErrInvalidKey):
+		writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, err.Error(), 0)
+	case errors.Is(err, idem.ErrFingerprintMismatch):
+		writeProblem(w, http.StatusUnprocessableEntity, ReasonFingerprintMismatch,
+			"this key was already used by a different request (method, path, query or body differ)", 0)
+	case errors.Is(err, idem.ErrInProgress):
+		writeProblem(w, http.StatusConflict, ReasonInProgress,
+			"a request with this key is still being processed; retry later", h.retryAfter)
+	case errors.Is(err, idem.ErrAborted):
+		writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
+	default:
+		if r.Context().Err() == nil {
+			h.onError(r, err)
+		}
+		writeProblem(w, http.StatusServiceUnavailable, ReasonUnavailable,
+			"the idempotency store is unavailable; the request was not processed", h.retryAfter)
+	}
+}
+
+// replay writes a stored response and the replay marker.
+func (h *handler) replay(w http.ResponseWriter, resp idem.Response) {
+	if resp.Status < 200 || resp.Status > 599 {
+		writeProblem(w, http.StatusInternalServerError, ReasonUnreplayableResponse,
+			fmt.Sprintf("the stored response has status %d", resp.Status), 0)
+		return
+	}
+	copyHeader(w.Header(), resp.Header)
+	w.Header().Set(ReplayedHeader, "true")
+	if _, ok := resp.Header["Content-Length"]; !ok && bodyAllowed(resp.Status) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}

@@ -2,10 +2,10 @@ package redisstore
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 )
 
 // quietLogger drops go-redis's internal log lines (dial failures the tests
@@ -14,7 +14,10 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
+// TestMain silences go-redis and checks that no goroutine outlives the
+// tests: WaitChange's subscriptions and the fault proxies must all be
+// closed.
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{})
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }

@@ -98,14 +98,14 @@ return {1, tok, prev, lease}
 `)
 
 // luaOwned is the fencing check shared by the fenced scripts: it reads the
-// record into f = {status, token, done_id, watch} and returns early with
+// record into f = {status, token, watch} and returns early with
 // -1 (not a record) or 0 (absent: lease lost); owned tells whether the
 // record is in progress with the token in ARGV[1]. HMGET comes first, and
 // EXISTS only when it finds no status, to keep the common path at one call.
 // On a key of another type HMGET fails the script with WRONGTYPE before
 // anything was written (redis.call, not the slower redis.pcall).
 const luaOwned = `
-local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'done_id', 'watch')
+local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'watch')
 local st = f[1]
 if not st then
   if redis.call('EXISTS', KEYS[1]) == 1 then return {-1} end
@@ -144,12 +144,14 @@ return {1, lease}
 // marked the record (see probeScript).
 var finishScript = redis.NewScript(luaPrelude + luaOwned + `
 if not owned then
-  if st == ARGV[2] and f[2] == ARGV[1] and f[3] == ARGV[5] then return {1} end
+  if st == ARGV[2] and f[2] == ARGV[1] and redis.call('HGET', KEYS[1], 'done_id') == ARGV[5] then
+    return {1}
+  end
   return {0}
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'response', ARGV[3], 'done_id', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if f[4] then notify(ARGV[2]) end
+if f[3] then notify(ARGV[2]) end
 return {1}
 `)
 
@@ -161,7 +163,7 @@ return {1}
 var releaseScript = redis.NewScript(luaPrelude + luaOwned + `
 if not owned then return {0} end
 redis.call('DEL', KEYS[1])
-if f[4] then notify('released') end
+if f[3] then notify('released') end
 return {1}
 `)
 

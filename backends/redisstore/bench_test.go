@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,10 @@ const (
 // store has to send. It runs both at 1, 8 and 64 concurrent callers with
 // unique keys, alternating benchRounds times and keeping the best rate of
 // each, and reports do/s, bare/s and their ratio (target ≥ 0.85 at 8 and 64
-// callers):
+// callers). It also reports the Redis server's CPU time per operation of
+// each (INFO cpu, lowest of the rounds; other clients of the same server
+// inflate it), which shows what the fenced Complete script costs over a bare
+// HSET on the server:
 //
 //	IDEM_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench BenchmarkRedis ./backends/redisstore/
 func BenchmarkRedis(b *testing.B) {
@@ -68,17 +72,19 @@ func BenchmarkRedis(b *testing.B) {
 
 	for _, callers := range []int{1, 8, 64} {
 		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
-			measure(b, callers, run.Add(1), viaEngine) // warm up: pool, scripts
-			measure(b, callers, run.Add(1), bare)
+			measure(b, client, callers, run.Add(1), viaEngine) // warm up: pool, scripts
+			measure(b, client, callers, run.Add(1), bare)
 			for range b.N {
-				var do, raw float64
+				var do, raw rates
 				for range benchRounds {
-					do = max(do, measure(b, callers, run.Add(1), viaEngine))
-					raw = max(raw, measure(b, callers, run.Add(1), bare))
+					do = do.best(measure(b, client, callers, run.Add(1), viaEngine))
+					raw = raw.best(measure(b, client, callers, run.Add(1), bare))
 				}
-				b.ReportMetric(do, "do/s")
-				b.ReportMetric(raw, "bare/s")
-				b.ReportMetric(do/raw, "ratio")
+				b.ReportMetric(do.perSec, "do/s")
+				b.ReportMetric(raw.perSec, "bare/s")
+				b.ReportMetric(do.perSec/raw.perSec, "ratio")
+				b.ReportMetric(do.serverUS, "redis-us/do")
+				b.ReportMetric(raw.serverUS, "redis-us/bare")
 			}
 		})
 	}
@@ -86,10 +92,23 @@ func BenchmarkRedis(b *testing.B) {
 
 var benchResp = idem.Response{Status: 201, Body: []byte(`{"id":"p_1"}`)}
 
+// rates is one measurement: operations per second and Redis CPU
+// microseconds per operation.
+type rates struct{ perSec, serverUS float64 }
+
+// best keeps the highest rate and the lowest server cost of r and o.
+func (r rates) best(o rates) rates {
+	if r.perSec == 0 {
+		return o
+	}
+	return rates{max(r.perSec, o.perSec), min(r.serverUS, o.serverUS)}
+}
+
 // measure runs op from callers goroutines on unique keys for benchWindow and
-// returns completed operations per second.
-func measure(b *testing.B, callers int, run uint64, op func(key string) error) float64 {
+// returns its rates.
+func measure(b *testing.B, client *redis.Client, callers int, run uint64, op func(key string) error) rates {
 	runtime.GC()
+	cpu0 := serverCPU(b, client)
 	var (
 		total  atomic.Uint64
 		wg     sync.WaitGroup
@@ -113,5 +132,28 @@ func measure(b *testing.B, callers int, run uint64, op func(key string) error) f
 		})
 	}
 	wg.Wait()
-	return float64(total.Load()) / time.Since(start).Seconds()
+	elapsed := time.Since(start).Seconds()
+	n := float64(total.Load())
+	return rates{perSec: n / elapsed, serverUS: (serverCPU(b, client) - cpu0) / n * 1e6}
+}
+
+// serverCPU returns the CPU seconds (user + system) the Redis server has
+// used, from INFO cpu.
+func serverCPU(b *testing.B, client *redis.Client) float64 {
+	info, err := client.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\r\n") {
+		name, val, _ := strings.Cut(line, ":")
+		if name == "used_cpu_sys" || name == "used_cpu_user" {
+			v, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %s: %v", line, err)
+			}
+			sum += v
+		}
+	}
+	return sum
 }

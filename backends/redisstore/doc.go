@@ -1,6 +1,8 @@
 // Package redisstore is an idem.Store on Redis through a go-redis v9
 // UniversalClient: the same code serves a single node, a Sentinel-managed
-// primary and Redis Cluster.
+// primary and Redis Cluster. (A *redis.Ring is not supported: it places
+// keys by its own hashing, so a record and its slot's fencing counter may
+// live on different shards.) Tested with Redis 7.0.
 //
 //	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs})
 //	store, err := redisstore.New(client, redisstore.Options{})
@@ -99,7 +101,17 @@
 // nobody waits for cost no publish. Since the subscription exists before
 // the mark, no change is missed; WaitChange also polls every
 // Options.PollInterval as a safety net and returns when the lease expires
-// by the server clock.
+// by the server clock. Each waiting call holds a pub/sub connection of its
+// own for as long as it waits.
+//
+// # Limits
+//
+// Keys are idem keys (at most idem.MaxKeyLen bytes of printable ASCII);
+// escaping makes a Redis key at most three times as long plus the prefix.
+// Responses are stored as one hash field: Redis caps a value at 512 MB, and
+// the engine's own size cap (idem.DefaultMaxResponseSize, 1 MiB) applies
+// first. Lease TTLs and retention are whole milliseconds (rounded up) and
+// must be positive.
 //
 // # Errors
 //

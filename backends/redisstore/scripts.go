@@ -2,8 +2,10 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// Script results. Every transition script returns a table whose first
-// element is one of these.
+// Script results: the first element of the table acquireScript and
+// getScript return, and the whole reply of the fenced scripts (a plain
+// integer is cheaper for Redis to return than a table), where any value of
+// at least resultApplied means applied.
 const (
 	resultCorrupt = -1 // the key holds something that is not a valid record
 	resultRefused = 0  // acquire: record returned; fenced write: lease lost
@@ -98,9 +100,9 @@ return {1, tok, prev, lease}
 `)
 
 // luaOwned is the fencing check shared by the fenced scripts: it reads the
-// record into f = {status, token, watch} and returns early with
-// -1 (not a record) or 0 (absent: lease lost); owned tells whether the
-// record is in progress with the token in ARGV[1]. HMGET comes first, and
+// record into f = {status, token, watch} and returns early with -1 (not a
+// record) or 0 (absent: lease lost); owned tells whether the record is in
+// progress with the token in ARGV[1]. HMGET comes first, and
 // EXISTS only when it finds no status, to keep the common path at one call.
 // On a key of another type HMGET fails the script with WRONGTYPE before
 // anything was written (redis.call, not the slower redis.pcall).
@@ -108,11 +110,11 @@ const luaOwned = `
 local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'watch')
 local st = f[1]
 if not st then
-  if redis.call('EXISTS', KEYS[1]) == 1 then return {-1} end
-  return {0}
+  if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+  return 0
 end
 if not (st == 'in_progress' or st == 'completed' or st == 'failed') or not tonumber(f[2]) then
-  return {-1}
+  return -1
 end
 local owned = st == 'in_progress' and f[2] == ARGV[1]
 `
@@ -120,14 +122,14 @@ local owned = st == 'in_progress' and f[2] == ARGV[1]
 // heartbeatScript extends a lease.
 //
 // KEYS: record. ARGV: token, lease TTL ms, take-over grace ms.
-// Returns {1, lease expiry ms}, {0} (lease lost) or {-1} (corrupt), or
-// fails with WRONGTYPE.
+// Returns the new lease expiry ms, 0 (lease lost) or -1 (corrupt), or fails
+// with WRONGTYPE.
 var heartbeatScript = redis.NewScript(luaPrelude + luaOwned + `
-if not owned then return {0} end
+if not owned then return 0 end
 local lease = now() + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lease_ms', fmt(lease))
 redis.call('PEXPIREAT', KEYS[1], lease + tonumber(ARGV[3]))
-return {1, lease}
+return lease
 `)
 
 // finishScript completes or fails an execution: it stores the response and
@@ -135,7 +137,7 @@ return {1, lease}
 //
 // KEYS: record. ARGV: token, final status, encoded response, retention ms,
 // finish call id.
-// Returns {1}, {0} (lease lost) or {-1} (corrupt), or fails with WRONGTYPE.
+// Returns 1, 0 (lease lost) or -1 (corrupt), or fails with WRONGTYPE.
 //
 // A record already finished with this token, status and call id was written
 // by this very call and delivered again by a client-side retry: success.
@@ -145,26 +147,26 @@ return {1, lease}
 var finishScript = redis.NewScript(luaPrelude + luaOwned + `
 if not owned then
   if st == ARGV[2] and f[2] == ARGV[1] and redis.call('HGET', KEYS[1], 'done_id') == ARGV[5] then
-    return {1}
+    return 1
   end
-  return {0}
+  return 0
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'response', ARGV[3], 'done_id', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 if f[3] then notify(ARGV[2]) end
-return {1}
+return 1
 `)
 
 // releaseScript deletes an in-progress record so the request can be retried,
 // and wakes waiters. The fencing counter is untouched.
 //
 // KEYS: record. ARGV: token.
-// Returns {1}, {0} (lease lost) or {-1} (corrupt), or fails with WRONGTYPE.
+// Returns 1, 0 (lease lost) or -1 (corrupt), or fails with WRONGTYPE.
 var releaseScript = redis.NewScript(luaPrelude + luaOwned + `
-if not owned then return {0} end
+if not owned then return 0 end
 redis.call('DEL', KEYS[1])
 if f[3] then notify('released') end
-return {1}
+return 1
 `)
 
 // getScript reads a record with the server time and its remaining TTL, from

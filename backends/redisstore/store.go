@@ -121,13 +121,9 @@ func (s *Store) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Dura
 	if l == nil {
 		return errors.New("redisstore: heartbeat: nil lease")
 	}
-	res, err := s.fenced(ctx, "heartbeat", heartbeatScript, l, keysFor(s.opts.Prefix, l.Key), millis(leaseTTL), s.graceMS)
+	lease, err := s.fenced(ctx, "heartbeat", heartbeatScript, l, keysFor(s.opts.Prefix, l.Key), millis(leaseTTL), s.graceMS)
 	if err != nil {
 		return err
-	}
-	lease, ok := replyInt(res, 1)
-	if !ok {
-		return unexpected("heartbeat", res)
 	}
 	l.Expiry = time.UnixMilli(lease)
 	return nil
@@ -176,34 +172,33 @@ func (s *Store) Release(ctx context.Context, l *idem.Lease) error {
 }
 
 // fenced runs a fenced script with KEYS = {k.record} and ARGV = {token,
-// args...} and maps its result code to the error contract. l must not be
-// nil and k must be l.Key's keyset.
-func (s *Store) fenced(ctx context.Context, op string, script *redis.Script, l *idem.Lease, k keyset, args ...any) ([]any, error) {
+// args...}, maps its result to the error contract, and returns the result
+// when the write was applied. l must not be nil and k must be l.Key's
+// keyset.
+func (s *Store) fenced(ctx context.Context, op string, script *redis.Script, l *idem.Lease, k keyset, args ...any) (int64, error) {
 	if err := idem.ValidateKey(l.Key); err != nil {
-		return nil, err
+		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, err
 	}
 	argv := make([]any, 0, 1+len(args))
 	argv = append(argv, strconv.FormatUint(uint64(l.Token), 10))
 	argv = append(argv, args...)
-	res, err := script.Run(ctx, s.client, []string{k.record}, argv...).Slice()
-	if err != nil {
-		if redis.HasErrorPrefix(err, "WRONGTYPE") {
-			return nil, corrupt(l.Key, "redis key %q is not a hash", k.record)
-		}
-		return nil, storeError(op, err, true)
-	}
-	switch code, _ := replyInt(res, 0); code {
-	case resultApplied:
+	res, err := script.Run(ctx, s.client, []string{k.record}, argv...).Int64()
+	switch {
+	case redis.HasErrorPrefix(err, "WRONGTYPE"):
+		return 0, corrupt(l.Key, "redis key %q is not a hash", k.record)
+	case err != nil:
+		return 0, storeError(op, err, true)
+	case res >= resultApplied:
 		return res, nil
-	case resultRefused:
-		return nil, fmt.Errorf("redisstore: %s: key %q token %d: %w", op, l.Key, l.Token, idem.ErrLeaseLost)
-	case resultCorrupt:
-		return nil, corrupt(l.Key, "redis key %q does not hold a record", k.record)
+	case res == resultRefused:
+		return 0, fmt.Errorf("redisstore: %s: key %q token %d: %w", op, l.Key, l.Token, idem.ErrLeaseLost)
+	case res == resultCorrupt:
+		return 0, corrupt(l.Key, "redis key %q does not hold a record", k.record)
 	}
-	return nil, unexpected(op, res)
+	return 0, unexpected(op, []any{res})
 }
 
 // Get returns the record of key, or an error wrapping idem.ErrNotFound. It

@@ -33,19 +33,22 @@ const (
 // costs TYPE, TIME, INCR, HSET and PEXPIREAT to acquire, and a completion
 // HMGET, HSET and PEXPIRE.
 
-// luaPrelude holds the helpers the scripts start with.
-//
-// now() reads the server clock, never the client's. fmt() renders an
-// integer exactly (Lua's default number format switches to exponent form
-// above 1e14). notify() publishes on the record's channel (KEYS[1] plus
-// channelSuffix, same hash slot) with sharded pub/sub when the server has it
-// (Redis 7), else with classic PUBLISH.
-const luaPrelude = `
+// luaClock holds the helpers of the scripts that read the time: now()
+// reads the server clock, never the client's; fmt() renders an integer
+// exactly (Lua's default number format switches to exponent form above
+// 1e14).
+const luaClock = `
 local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function fmt(n) return string.format('%d', n) end
+`
+
+// luaNotify holds notify(), which publishes on the record's channel
+// (KEYS[1] plus channelSuffix, same hash slot) with sharded pub/sub when
+// the server has it (Redis 7), else with classic PUBLISH.
+const luaNotify = `
 local function notify(msg)
   local ch = KEYS[1] .. ':chan'
   local r = redis.pcall('SPUBLISH', ch, msg)
@@ -71,7 +74,7 @@ end
 // and unique across slots. The counter is never decremented and never
 // expires; the guard after INCR keeps the token above the one taken over
 // even if the counter was lost.
-var acquireScript = redis.NewScript(luaPrelude + `
+var acquireScript = redis.NewScript(luaClock + `
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'hash' then return {-1, ty} end
 local t = now()
@@ -124,7 +127,7 @@ local owned = st == 'in_progress' and f[2] == ARGV[1]
 // KEYS: record. ARGV: token, lease TTL ms, take-over grace ms.
 // Returns the new lease expiry ms, 0 (lease lost) or -1 (corrupt), or fails
 // with WRONGTYPE.
-var heartbeatScript = redis.NewScript(luaPrelude + luaOwned + `
+var heartbeatScript = redis.NewScript(luaClock + luaOwned + `
 if not owned then return 0 end
 local lease = now() + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lease_ms', fmt(lease))
@@ -144,7 +147,7 @@ return lease
 // The lease fields stay in the record for diagnosis; readers ignore
 // lease_ms once the record is finished. It publishes only when a waiter
 // marked the record (see probeScript).
-var finishScript = redis.NewScript(luaPrelude + luaOwned + `
+var finishScript = redis.NewScript(luaNotify + luaOwned + `
 if not owned then
   if st == ARGV[2] and f[2] == ARGV[1] and redis.call('HGET', KEYS[1], 'done_id') == ARGV[5] then
     return 1
@@ -162,7 +165,7 @@ return 1
 //
 // KEYS: record. ARGV: token.
 // Returns 1, 0 (lease lost) or -1 (corrupt), or fails with WRONGTYPE.
-var releaseScript = redis.NewScript(luaPrelude + luaOwned + `
+var releaseScript = redis.NewScript(luaNotify + luaOwned + `
 if not owned then return 0 end
 redis.call('DEL', KEYS[1])
 if f[3] then notify('released') end
@@ -174,7 +177,7 @@ return 1
 //
 // KEYS: record. Returns {1, HGETALL, now ms, PTTL} or {-1} for a key of
 // another type.
-var getScript = redis.NewScript(luaPrelude + `
+var getScript = redis.NewScript(luaClock + `
 local h = redis.pcall('HGETALL', KEYS[1])
 if h.err then return {-1} end
 if #h == 0 then return {1, h, 0, -2} end
@@ -191,7 +194,7 @@ return {1, h, now(), redis.call('PTTL', KEYS[1])}
 // KEYS: record. ARGV: "1" to mark, empty not to.
 // Returns {status, token, lease ms left}; status is empty unless the record
 // is in progress.
-var probeScript = redis.NewScript(luaPrelude + `
+var probeScript = redis.NewScript(luaClock + `
 local f = redis.pcall('HMGET', KEYS[1], 'status', 'token', 'lease_ms')
 if f.err or f[1] ~= 'in_progress' then return {'', '', 0} end
 if ARGV[1] == '1' then redis.call('HSET', KEYS[1], 'watch', '1') end

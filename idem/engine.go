@@ -54,12 +54,24 @@ func New(store Store, opts ...Option) *Engine {
 		e.cfg.heartbeat = e.cfg.leaseTTL / 3
 	}
 	e.beats.e = e
+	e.beats.kick = make(chan struct{}, 1)
 	e.beats.tick = max(e.cfg.heartbeat/ticksPerBeat, time.Millisecond)
 	if e.cfg.finishTime <= 0 {
 		e.cfg.finishTime = e.cfg.leaseTTL
 	}
 	e.waiter, _ = store.(Waiter)
 	return e
+}
+
+// Close waits until the engine's heartbeat goroutine has exited. That
+// goroutine runs only while executions run and exits on its own shortly
+// after the last one; Close is for tests that check for leaked goroutines
+// and for orderly shutdown. Call it after every Do has returned; the engine
+// stays usable (a later Do starts the goroutine again). Close does not close
+// the store.
+func (e *Engine) Close() error {
+	e.beats.close()
+	return nil
 }
 
 // Store returns the engine's store.

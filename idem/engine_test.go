@@ -3,6 +3,8 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -459,4 +461,26 @@ func TestDoRecordsOutcomeAfterCallerCancelled(t *testing.T) {
 	if err != nil || rec.Status != idem.StatusCompleted {
 		t.Fatalf("record = %+v, %v; want completed despite the cancelled caller", rec, err)
 	}
+}
+
+func TestCloseWaitsForHeartbeatGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := idem.New(newStore(t), idem.WithLeaseTTL(time.Hour))
+	for i := range 10 {
+		if _, err := e.Do(context.Background(), fmt.Sprint("k", i), fpA, ok("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// With an hour-long lease the scheduler ticks every 5 minutes: only
+	// Close can have made it exit this soon.
+	if after := runtime.NumGoroutine(); after > before {
+		t.Fatalf("%d goroutines after Close, %d before: the heartbeat goroutine is still running", after, before)
+	}
+	if _, err := e.Do(context.Background(), "after-close", fpA, ok("x")); err != nil {
+		t.Fatalf("Do after Close: %v", err)
+	}
+	_ = e.Close()
 }

@@ -29,6 +29,9 @@ type heartbeats struct {
 	active  atomic.Int64 // registered executions
 	running atomic.Bool
 	next    atomic.Uint32 // round-robin shard choice
+	kick    chan struct{} // Close asks the loop to look now
+	loopMu  sync.Mutex
+	done    chan struct{} // closed when the current loop exits
 	shards  [heartbeatShards]struct {
 		mu   sync.Mutex
 		head *execution
@@ -49,8 +52,35 @@ func (h *heartbeats) register(x *execution) {
 	sh.mu.Unlock()
 	h.active.Add(1)
 	if h.running.CompareAndSwap(false, true) {
-		go h.loop()
+		h.startLoop()
 	}
+}
+
+func (h *heartbeats) startLoop() {
+	h.loopMu.Lock()
+	done := make(chan struct{})
+	h.done = done
+	h.loopMu.Unlock()
+	go func() {
+		defer close(done)
+		h.loop()
+	}()
+}
+
+// close waits until the loop has exited, which it does at the first tick
+// with no execution running.
+func (h *heartbeats) close() {
+	h.loopMu.Lock()
+	done := h.done
+	h.loopMu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+	<-done
 }
 
 func (h *heartbeats) unregister(x *execution) {
@@ -72,7 +102,14 @@ func (h *heartbeats) unregister(x *execution) {
 func (h *heartbeats) loop() {
 	t := time.NewTicker(h.tick)
 	defer t.Stop()
-	for range t.C {
+	for {
+		select {
+		case <-t.C:
+		case <-h.kick:
+			if h.active.Load() != 0 {
+				continue
+			}
+		}
 		n := h.now.Add(1)
 		for i := range h.shards {
 			sh := &h.shards[i]
@@ -90,6 +127,8 @@ func (h *heartbeats) loop() {
 			if h.active.Load() == 0 || !h.running.CompareAndSwap(false, true) {
 				return
 			}
+			// A registration raced with the decision and found running
+			// still true: keep serving it.
 		}
 	}
 }

@@ -1,0 +1,133 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// BenchmarkPostgres compares completed Engine.Do calls per second on a
+// pgstore with a bare loop doing the least a PostgreSQL idempotency store
+// must do per request: one INSERT ... ON CONFLICT DO NOTHING that claims the
+// key with a token from the sequence, and one UPDATE that stores the
+// response, on the same pool, table and indexes. Both use a new key per call.
+//
+// At 1, 8 and 64 concurrent callers it runs benchRounds rounds; a round runs
+// each side for benchPhase, back to back, in alternating order. It reports
+// the median rate of each side and the median of the per-round ratios
+// (engine / bare): pairing the two sides within a round and taking medians
+// keeps a passing load on the machine from deciding the result. The target
+// is a ratio of at least 0.85 at 8 and 64 callers.
+//
+//	IDEM_POSTGRES_URL=... go test -run '^$' -bench BenchmarkPostgres -benchtime 1x ./backends/pgstore/
+func BenchmarkPostgres(b *testing.B) {
+	s := newStore(b, Options{})
+	engine := idem.New(s)
+	for _, callers := range []int{1, 8, 64} {
+		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
+			for range b.N {
+				var do, bare, ratio []float64
+				for round := range benchRounds {
+					prefix := fmt.Sprintf("c%d.r%d.%d.", callers, round, time.Now().UnixNano())
+					var d, r float64
+					if round%2 == 0 {
+						d = benchRate(b, callers, engineCycle(engine, prefix+"e."))
+						r = benchRate(b, callers, bareCycle(s, prefix+"b."))
+					} else {
+						r = benchRate(b, callers, bareCycle(s, prefix+"b."))
+						d = benchRate(b, callers, engineCycle(engine, prefix+"e."))
+					}
+					do, bare, ratio = append(do, d), append(bare, r), append(ratio, d/r)
+				}
+				b.ReportMetric(median(do), "do/s")
+				b.ReportMetric(median(bare), "bare/s")
+				b.ReportMetric(median(ratio), "ratio")
+			}
+		})
+	}
+}
+
+const (
+	benchRounds = 7
+	benchPhase  = 500 * time.Millisecond
+)
+
+func median(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+// cycle handles request i of caller c.
+type cycle func(ctx context.Context, c, i int) error
+
+var benchResponse = idem.Response{Status: 201, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"p_1"}`)}
+
+func engineCycle(e *idem.Engine, prefix string) cycle {
+	f := idem.FingerprintString("bench")
+	fn := func(context.Context) (idem.Response, error) { return benchResponse, nil }
+	return func(ctx context.Context, c, i int) error {
+		res, err := e.Do(ctx, prefix+strconv.Itoa(c)+"."+strconv.Itoa(i), f, fn)
+		if err == nil && res.Replayed {
+			err = fmt.Errorf("unexpected replay")
+		}
+		return err
+	}
+}
+
+func bareCycle(s *Store, prefix string) cycle {
+	f := idem.FingerprintString("bench")
+	body := idem.EncodeResponse(&benchResponse)
+	insert := `INSERT INTO ` + s.table + ` (key, status, fingerprint, token, lease_expires_at, created_at, updated_at, expires_at)
+VALUES ($1, 'in_progress', $2, nextval('` + s.seq + `'::regclass), now() + interval '30 seconds', now(), now(), now() + interval '1 day')
+ON CONFLICT (key) DO NOTHING`
+	update := `UPDATE ` + s.table + ` SET status = 'completed', response = $2, lease_expires_at = NULL,
+updated_at = now(), expires_at = now() + interval '1 day' WHERE key = $1`
+	return func(ctx context.Context, c, i int) error {
+		key := prefix + strconv.Itoa(c) + "." + strconv.Itoa(i)
+		if _, err := s.pool.Exec(ctx, insert, key, f[:]); err != nil {
+			return err
+		}
+		_, err := s.pool.Exec(ctx, update, key, body)
+		return err
+	}
+}
+
+// benchRate runs do from callers goroutines for benchPhase and returns
+// completed calls per second.
+func benchRate(b *testing.B, callers int, do cycle) float64 {
+	b.Helper()
+	ctx := context.Background()
+	var (
+		total atomic.Int64
+		wg    sync.WaitGroup
+		fail  atomic.Value
+	)
+	stop := time.Now().Add(benchPhase)
+	start := time.Now()
+	for c := range callers {
+		wg.Go(func() {
+			i := 0
+			for ; time.Now().Before(stop); i++ {
+				if err := do(ctx, c, i); err != nil {
+					fail.CompareAndSwap(nil, err)
+					return
+				}
+			}
+			total.Add(int64(i))
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err, _ := fail.Load().(error); err != nil {
+		b.Fatalf("cycle failed: %v", err)
+	}
+	return float64(total.Load()) / elapsed.Seconds()
+}

@@ -1,0 +1,235 @@
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
+)
+
+// The files WriteComparison writes: compare.md, and compare-latency and
+// compare-throughput as .png and .svg.
+const (
+	CompareMarkdownFile   = "compare.md"
+	CompareLatencyPlot    = "compare-latency"
+	CompareThroughputPlot = "compare-throughput"
+)
+
+// Run is one run of a comparison: a label for tables and legends and the
+// run's Summary.
+type Run struct {
+	Label   string
+	Summary *Summary
+}
+
+// LoadRun reads the run in dir for a comparison: dir/summary.json, or, when
+// there is none, a measurement of dir/history.jsonl (verdict "unchecked",
+// machine unknown). An empty label means the base name of dir.
+func LoadRun(label, dir string) (Run, error) {
+	if label == "" {
+		label = filepath.Base(filepath.Clean(dir))
+	}
+	s, err := ReadSummaryFile(filepath.Join(dir, SummaryFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		h, herr := readHistory(filepath.Join(dir, HistoryFile))
+		if herr != nil {
+			return Run{}, fmt.Errorf("reports: %s holds neither %s nor a readable %s: %w", dir, SummaryFile, HistoryFile, herr)
+		}
+		return RunFromHistory(label, h, nil, Options{Machine: &Machine{}}), nil
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("reports: %w", err)
+	}
+	return Run{Label: label, Summary: s}, nil
+}
+
+// RunFromHistory measures h and summarizes it for a comparison; rep may be
+// nil (verdict "unchecked").
+func RunFromHistory(label string, h *history.History, rep *checker.Report, opts Options) Run {
+	return Run{Label: label, Summary: NewSummary(Measure(h, opts.MeasureOptions), rep, opts)}
+}
+
+// ComparisonRow holds the figures of one run side by side with the others.
+type ComparisonRow struct {
+	Label, Verdict, Scenario, Backend, Engine string
+	Calls, Violations                         int
+	ThroughputPerS, ErrorRate                 float64
+	P50Ms, P99Ms, P999Ms, MaxMs               float64
+}
+
+// Comparison is the side-by-side table of several runs, in the order given.
+type Comparison struct {
+	Rows []ComparisonRow
+}
+
+// Compare tabulates runs; a run with a nil Summary is skipped.
+func Compare(runs []Run) Comparison {
+	var c Comparison
+	for _, r := range runs {
+		s := r.Summary
+		if s == nil {
+			continue
+		}
+		o := s.Latency.Overall
+		c.Rows = append(c.Rows, ComparisonRow{
+			Label: r.Label, Verdict: s.Verdict, Scenario: s.Scenario, Backend: s.Backend, Engine: s.Engine,
+			Calls: s.Counts.Calls, Violations: s.ViolationCount(),
+			ThroughputPerS: s.ThroughputPerS, ErrorRate: s.ErrorRate,
+			P50Ms: o.P50Ms, P99Ms: o.P99Ms, P999Ms: o.P999Ms, MaxMs: o.MaxMs,
+		})
+	}
+	return c
+}
+
+var compareHeader = []string{"run", "verdict", "violations", "calls", "throughput (ops/s)", "error rate", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", "max (ms)"}
+
+func (r ComparisonRow) cells() []string {
+	return []string{r.Label, r.Verdict, count(r.Violations), count(r.Calls), num(r.ThroughputPerS), percent(r.ErrorRate),
+		num(r.P50Ms), num(r.P99Ms), num(r.P999Ms), num(r.MaxMs)}
+}
+
+// Text returns the table as aligned plain text for a terminal: a header
+// line, then one line per run; labels and verdicts are left-aligned,
+// figures right-aligned.
+func (c Comparison) Text() string {
+	rows := [][]string{compareHeader}
+	for _, r := range c.Rows {
+		rows = append(rows, r.cells())
+	}
+	width := make([]int, len(compareHeader))
+	for _, row := range rows {
+		for i, cell := range row {
+			width[i] = max(width[i], utf8.RuneCountInString(cell))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		var line strings.Builder
+		for i, cell := range row {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(cell))
+			if i > 0 {
+				line.WriteString("  ")
+			}
+			if i < 2 {
+				line.WriteString(cell + pad)
+			} else {
+				line.WriteString(pad + cell)
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+	return b.String()
+}
+
+// Markdown returns the table as a GitHub Markdown table.
+func (c Comparison) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(compareHeader, " | ") + " |\n|---|---|")
+	b.WriteString(strings.Repeat("---:|", len(compareHeader)-2) + "\n")
+	for _, r := range c.Rows {
+		cells := r.cells()
+		cells[0] = mdCell(cells[0])
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+	}
+	return b.String()
+}
+
+// WriteComparison writes into dir (created if needed) compare.md (the
+// Markdown table and the plots' names) and the overlaid plots:
+// compare-latency.png/.svg (each run's overall percentile spectrum) and
+// compare-throughput.png/.svg (each run's completed calls per second).
+// Fault windows are not shaded: they differ from run to run.
+func WriteComparison(dir string, runs []Run) (Comparison, error) {
+	c := Compare(runs)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return c, fmt.Errorf("reports: %w", err)
+	}
+	figs := map[string]*figure{CompareLatencyPlot: compareLatencyFigure(runs), CompareThroughputPlot: compareThroughputFigure(runs)}
+	for name, f := range figs {
+		for _, format := range []string{"png", "svg"} {
+			b, err := f.render(format)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, name+"."+format), b, 0o644)
+			}
+			if err != nil {
+				return c, fmt.Errorf("reports: plot %s.%s: %w", name, format, err)
+			}
+		}
+	}
+	md := "## idembench comparison\n\n" + c.Markdown() +
+		"\n![latency by percentile](" + CompareLatencyPlot + ".png)\n\n![throughput over time](" + CompareThroughputPlot + ".png)\n"
+	if err := os.WriteFile(filepath.Join(dir, CompareMarkdownFile), []byte(md), 0o644); err != nil {
+		return c, fmt.Errorf("reports: %w", err)
+	}
+	return c, nil
+}
+
+// runColors is a categorical palette; runs past its end reuse it dashed.
+var runColors = []color.Color{
+	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+	color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
+	color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}, color.RGBA{188, 189, 34, 255},
+	color.RGBA{23, 190, 207, 255},
+}
+
+func compareLatencyFigure(runs []Run) *figure {
+	f := newFigure("Latency by percentile, per run", "percentile (nines scale)", "latency (ms, log scale)")
+	ninesAxis(&f.p.X)
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range runs {
+		if r.Summary == nil {
+			continue
+		}
+		for _, p := range r.Summary.Spectrum {
+			if p.Ms > 0 {
+				lo = min(lo, p.Ms)
+			}
+			hi = max(hi, p.Ms)
+		}
+	}
+	if hi == 0 {
+		f.noData("no run has latency figures")
+		return f
+	}
+	lo, hi = positiveRange(lo, hi)
+	logAxis(&f.p.Y, lo, hi)
+	for i, r := range runs {
+		if r.Summary == nil {
+			continue
+		}
+		f.addLine(r.Label, spectrumXYs(r.Summary.Spectrum, lo), runColors[i%len(runColors)], vg.Points(1.8), i >= len(runColors))
+	}
+	return f
+}
+
+func compareThroughputFigure(runs []Run) *figure {
+	f := newFigure("Throughput over time, per run", "time since start (s)", "completed calls per second (ops/s)")
+	span, top := 0.0, 0.0
+	for i, r := range runs {
+		if r.Summary == nil || len(r.Summary.Timeline.Completed) == 0 || r.Summary.Timeline.BucketS <= 0 {
+			continue
+		}
+		tl := &r.Summary.Timeline
+		xys := rateXYs(tl.Completed, tl.BucketS, tl.SpanS)
+		f.addSteps(r.Label, xys, tl.BucketS, runColors[i%len(runColors)], vg.Points(1.8), i >= len(runColors))
+		span = max(span, tl.SpanS, float64(len(tl.Completed)-1)*tl.BucketS)
+		top = max(top, maxY(xys))
+	}
+	if span == 0 {
+		f.noData("no run has a timeline")
+		return f
+	}
+	f.p.X.Min, f.p.X.Max = 0, span
+	zeroBasedAxis(&f.p.Y, top)
+	return f
+}

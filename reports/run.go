@@ -1,0 +1,239 @@
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
+)
+
+// The files of a run directory. WriteRunReport writes all but HistoryFile,
+// which the caller saves and Regenerate reads.
+const (
+	HistoryFile  = "history.jsonl"
+	SummaryFile  = "summary.json"
+	MarkdownFile = "report.md"
+	HTMLFile     = "report.html"
+	// LatencyPlot, ThroughputPlot (each .png and .svg) and
+	// LatencyOverTimePlot (.png only: a scatter in SVG is large).
+	LatencyPlot         = "latency"
+	ThroughputPlot      = "throughput"
+	LatencyOverTimePlot = "latency-over-time"
+	// VisualizeDir is where Regenerate has the checker write Porcupine
+	// visualizations when it re-checks and checker.Options.VisualizeDir
+	// is empty.
+	VisualizeDir = "porcupine"
+)
+
+// Options tunes WriteRunReport. The zero value is ready to use.
+type Options struct {
+	MeasureOptions
+	// ReplayCommand is the exact command that reproduces the run; it is
+	// printed in every report. Empty means unknown.
+	ReplayCommand string
+	// Machine describes where the run ran; nil means CurrentMachine().
+	Machine *Machine
+	// Thresholds, when set, are checked and their misses reported in
+	// summary.json and report.md.
+	Thresholds *Thresholds
+}
+
+// WriteRunReport measures h and writes the run's reports into dir (created
+// if needed): summary.json, report.md, report.html, latency.png/.svg,
+// throughput.png/.svg and latency-over-time.png. rep is the checker's
+// report on h; a zero Report gives the verdict "unchecked". Visualization
+// paths in rep are rewritten relative to dir so the directory can be moved.
+// It returns the Summary it wrote; on error some files may be missing.
+func WriteRunReport(dir string, h *history.History, rep checker.Report, opts Options) (*Summary, error) {
+	m := Measure(h, opts.MeasureOptions)
+	s := NewSummary(m, &rep, opts)
+	relativize(s, dir)
+	return s, writeAll(dir, m, s)
+}
+
+// RegenerateOptions tunes Regenerate. Zero fields of Options are taken from
+// the stored summary.json when there is one.
+type RegenerateOptions struct {
+	Options
+	// Recheck runs checker.Check on the history instead of reusing the
+	// verdict stored in summary.json.
+	Recheck bool
+	// Check tunes the re-check. An empty VisualizeDir means dir/porcupine.
+	Check checker.Options
+}
+
+// Regenerate rebuilds every report in dir from dir/history.jsonl (the CLI's
+// "idembench report DIR"), for instance after this package changed.
+//
+// The verdict, invariants, violations and notes are read from the existing
+// dir/summary.json, not recomputed: a regeneration is fast, cannot change
+// the verdict, and keeps the visualization links valid. Set Recheck to run
+// checker.Check again instead; Regenerate also re-checks when there is no
+// summary.json. The replay command, machine, thresholds, late-send slack
+// and bucket width also come from the stored summary unless opts sets them,
+// so the reports still describe the machine the run ran on. A summary.json
+// that cannot be read is an error unless Recheck is set.
+func Regenerate(dir string, opts RegenerateOptions) (*Summary, error) {
+	h, err := readHistory(filepath.Join(dir, HistoryFile))
+	if err != nil {
+		return nil, err
+	}
+	old, err := ReadSummaryFile(filepath.Join(dir, SummaryFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		old = nil
+	case err != nil && !opts.Recheck:
+		return nil, fmt.Errorf("reports: regenerate: %w (set Recheck to rebuild it from the history)", err)
+	case err != nil:
+		old = nil
+	}
+	o := opts.Options
+	if old != nil {
+		inherit(&o, old)
+	}
+	m := Measure(h, o.MeasureOptions)
+	var s *Summary
+	if old == nil || opts.Recheck {
+		co := opts.Check
+		if co.VisualizeDir == "" {
+			co.VisualizeDir = filepath.Join(dir, VisualizeDir)
+		}
+		rep := checker.Check(h, co)
+		s = NewSummary(m, &rep, o)
+		relativize(s, dir)
+	} else {
+		s = NewSummary(m, nil, o)
+		s.Verdict, s.Invariants, s.Violations = old.Verdict, old.Invariants, old.Violations
+		s.InconclusiveKeys, s.Notes = old.InconclusiveKeys, old.Notes
+	}
+	return s, writeAll(dir, m, s)
+}
+
+// inherit fills the zero fields of o from a stored summary.
+func inherit(o *Options, old *Summary) {
+	if o.ReplayCommand == "" {
+		o.ReplayCommand = old.ReplayCommand
+	}
+	if o.Machine == nil {
+		mc := old.Machine
+		o.Machine = &mc
+	}
+	if o.Thresholds == nil && old.Thresholds != nil {
+		t := old.Thresholds.Thresholds()
+		o.Thresholds = &t
+	}
+	if o.LateSlack == 0 {
+		o.LateSlack = time.Duration(old.LateSends.SlackMs * 1e6)
+		if o.LateSlack == 0 {
+			o.LateSlack = -1 // stored slack 0: every delay counted
+		}
+	}
+	if o.Bucket == 0 {
+		o.Bucket = time.Duration(old.Timeline.BucketS * 1e9)
+	}
+}
+
+func readHistory(path string) (*history.History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reports: %w", err)
+	}
+	defer f.Close()
+	h, err := history.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("reports: %s: %w", path, err)
+	}
+	return h, nil
+}
+
+// relativize rewrites visualization paths relative to dir, with forward
+// slashes, when both resolve to absolute paths.
+func relativize(s *Summary, dir string) {
+	for i := range s.Violations {
+		v := &s.Violations[i]
+		if v.Visualization == "" {
+			continue
+		}
+		absDir, err1 := filepath.Abs(dir)
+		absVis, err2 := filepath.Abs(v.Visualization)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(absDir, absVis); err == nil {
+			v.Visualization = filepath.ToSlash(rel)
+		}
+	}
+}
+
+// plotFile is one rendered plot.
+type plotFile struct {
+	name   string // file name in the run directory
+	figure func(*Measurement) *figure
+	format string
+}
+
+var runPlots = []plotFile{
+	{LatencyPlot + ".png", latencyFigure, "png"},
+	{LatencyPlot + ".svg", latencyFigure, "svg"},
+	{ThroughputPlot + ".png", throughputFigure, "png"},
+	{ThroughputPlot + ".svg", throughputFigure, "svg"},
+	{LatencyOverTimePlot + ".png", latencyOverTimeFigure, "png"},
+}
+
+// renderPlots renders every run plot in parallel and returns the files'
+// bytes by name.
+func renderPlots(m *Measurement) (map[string][]byte, error) {
+	out := make([][]byte, len(runPlots))
+	errs := make([]error, len(runPlots))
+	var wg sync.WaitGroup
+	for i, pf := range runPlots {
+		wg.Go(func() { out[i], errs[i] = pf.figure(m).render(pf.format) })
+	}
+	wg.Wait()
+	files := make(map[string][]byte, len(runPlots))
+	for i, pf := range runPlots {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("reports: plot %s: %w", pf.name, errs[i])
+		}
+		files[pf.name] = out[i]
+	}
+	return files, nil
+}
+
+// writeAll writes the plots, summary.json, report.md and report.html.
+func writeAll(dir string, m *Measurement, s *Summary) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	plots, err := renderPlots(m)
+	if err != nil {
+		return err
+	}
+	for _, pf := range runPlots {
+		if err := os.WriteFile(filepath.Join(dir, pf.name), plots[pf.name], 0o644); err != nil {
+			return fmt.Errorf("reports: %w", err)
+		}
+	}
+	if err := WriteSummaryFile(filepath.Join(dir, SummaryFile), s); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	if err := writeFile(filepath.Join(dir, MarkdownFile), func(w io.Writer) error { return WriteMarkdown(w, s) }); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	embedded := map[string][]byte{
+		LatencyPlot:         plots[LatencyPlot+".png"],
+		ThroughputPlot:      plots[ThroughputPlot+".png"],
+		LatencyOverTimePlot: plots[LatencyOverTimePlot+".png"],
+	}
+	if err := writeFile(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return writeHTML(w, s, embedded) }); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	return nil
+}

@@ -47,6 +47,7 @@ func BenchmarkRedis(b *testing.B) {
 	b.Cleanup(func() { _ = client.Close() })
 	store := newStore(b, client, Options{TakeoverGrace: 5 * time.Second})
 	engine := idem.New(store, idem.WithRetention(5*time.Second))
+	b.Cleanup(func() { _ = engine.Close() })
 	fp := idem.FingerprintString("bench")
 	fn := func(context.Context) (idem.Response, error) { return benchResp, nil }
 	encoded := idem.EncodeResponse(&benchResp)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/idembench/idembench/backends/memstore"
+	"github.com/idembench/idembench/backends/pgstore"
+	"github.com/idembench/idembench/backends/redisstore"
 	"github.com/idembench/idembench/idem"
 )
-
-// errNotWired is returned for a backend whose package is not on main yet.
-var errNotWired = errors.New("backend not wired into this example yet")
 
 // openStore returns the idempotency store --backend asks for and a function
 // that closes it.
@@ -33,28 +35,47 @@ func openStore(ctx context.Context, backend, redisURL, postgresURL string) (idem
 	return nil, nil, fmt.Errorf("unknown --backend %q (memory, redis or postgres)", backend)
 }
 
-// openRedis opens the Redis store.
-//
-// TODO(lead): wire backends/redisstore when it lands on main, roughly:
-//
-//	opt, err := redis.ParseURL(url)
-//	if err != nil { return nil, nil, err }
-//	client := redis.NewClient(opt)
-//	if err := client.Ping(ctx).Err(); err != nil { client.Close(); return nil, nil, err }
-//	return redisstore.New(client, redisstore.Options{}), func() { client.Close() }, nil
+// openRedis opens the Redis store and checks that the server answers and
+// runs with maxmemory-policy noeviction (a warning-level problem is returned
+// as an error: the example refuses to start on an evicting Redis).
 func openRedis(ctx context.Context, url string) (idem.Store, func(), error) {
-	return nil, nil, fmt.Errorf("redis: %w (needs backends/redisstore)", errNotWired)
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--redis-url: %w", err)
+	}
+	client := redis.NewClient(opt)
+	if err := client.Ping(ctx).Err(); err != nil {
+		client.Close()
+		return nil, nil, fmt.Errorf("redis at %s: %w", opt.Addr, err)
+	}
+	s, err := redisstore.New(client, redisstore.Options{Prefix: "payments"})
+	if err == nil {
+		if cerr := s.CheckConfig(ctx); cerr != nil && !errors.Is(cerr, redisstore.ErrConfigUnchecked) {
+			err = cerr
+		}
+	}
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	return s, func() { client.Close() }, nil
 }
 
-// openPostgres opens the PostgreSQL store and migrates its schema.
-//
-// TODO(lead): wire backends/pgstore when it lands on main, roughly:
-//
-//	pool, err := pgxpool.New(ctx, url)
-//	if err != nil { return nil, nil, err }
-//	s := pgstore.New(pool, pgstore.Options{})
-//	if err := s.Migrate(ctx); err != nil { pool.Close(); return nil, nil, err }
-//	return s, pool.Close, nil
+// openPostgres opens the PostgreSQL store, migrates its schema and starts
+// its sweeper.
 func openPostgres(ctx context.Context, url string) (idem.Store, func(), error) {
-	return nil, nil, fmt.Errorf("postgres: %w (needs backends/pgstore)", errNotWired)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--postgres-url: %w", err)
+	}
+	s, err := pgstore.New(pool, pgstore.Options{Table: "payments_idem"})
+	if err == nil {
+		err = s.Migrate(ctx)
+	}
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	stop := s.StartSweeper(ctx)
+	return s, func() { stop(); pool.Close() }, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/idembench/idembench/backends/memstore"
 	"github.com/idembench/idembench/idem"
+
+	"github.com/idembench/idembench/internal/testenv"
 )
 
 // call sends one request and returns status, replay marker and body.
@@ -124,10 +127,27 @@ func (w lineWriter) Write(p []byte) (int, error) {
 }
 
 func TestRun(t *testing.T) {
+	for _, backend := range []string{"memory", "redis", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			args := []string{"--addr", "127.0.0.1:0", "--backend", backend}
+			switch backend {
+			case "redis":
+				args = append(args, "--redis-url", testenv.RedisURL(t))
+			case "postgres":
+				args = append(args, "--postgres-url", testenv.PostgresURL(t))
+			}
+			testRun(t, args)
+		})
+	}
+}
+
+// testRun starts the server with args, pays once with a fresh key and
+// checks that a retry is replayed.
+func testRun(t *testing.T, args []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := lineWriter{make(chan string, 4)}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"--addr", "127.0.0.1:0"}, out, io.Discard) }()
+	go func() { done <- run(ctx, args, out, io.Discard) }()
 
 	var line string
 	select {
@@ -138,10 +158,14 @@ func TestRun(t *testing.T) {
 		t.Fatal("server did not start")
 	}
 	url := strings.Fields(strings.TrimPrefix(line, "payments API on "))[0]
-	if status, _, _ := call(t, "POST", url+"/payments", "k", `{"amount":1,"currency":"EUR"}`); status != 201 {
+	key := fmt.Sprintf("run-%d", time.Now().UnixNano())
+	if status, _, _ := call(t, "POST", url+"/payments", key, `{"amount":1,"currency":"EUR"}`); status != 201 {
 		t.Fatalf("POST: %d", status)
 	}
-	if status, replayed, _ := call(t, "POST", url+"/payments", "k", `{"amount":1,"currency":"EUR"}`); status != 201 || !replayed {
+	if status, _, _ := call(t, "POST", url+"/payments", key, `{"amount":2,"currency":"EUR"}`); status != 422 {
+		t.Fatalf("same key, other body: %d, want 422", status)
+	}
+	if status, replayed, _ := call(t, "POST", url+"/payments", key, `{"amount":1,"currency":"EUR"}`); status != 201 || !replayed {
 		t.Fatalf("retry: %d replayed=%v", status, replayed)
 	}
 	cancel()
@@ -158,8 +182,9 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{[]string{"--backend", "mysql"}, "unknown --backend"},
 		{[]string{"--backend", "redis", "--redis-url", ""}, "needs --redis-url"},
 		{[]string{"--backend", "postgres", "--postgres-url", ""}, "needs --postgres-url"},
-		{[]string{"--backend", "redis", "--redis-url", "redis://localhost:6379"}, errNotWired.Error()},
-		{[]string{"--backend", "postgres", "--postgres-url", "postgres://localhost/db"}, errNotWired.Error()},
+		{[]string{"--backend", "redis", "--redis-url", "redis://127.0.0.1:1/0"}, "redis at 127.0.0.1:1"},
+		{[]string{"--backend", "redis", "--redis-url", "http://x"}, "--redis-url"},
+		{[]string{"--backend", "postgres", "--postgres-url", "postgres://postgres@127.0.0.1:1/test?connect_timeout=2"}, "127.0.0.1"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--addr", "not an address"}, "not an address"},
 	}

@@ -13,18 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idembench/idembench/backends/memstore"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/idem/idemhttp"
 )
-
-// newStore returns a memory store closed at the end of the test.
-func newStore(t *testing.T) *memstore.Store {
-	t.Helper()
-	s := memstore.New(memstore.Options{SweepInterval: -1})
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 // counter is a handler that counts its runs and answers 201 with a JSON
 // document naming the run and echoing the body.

@@ -1,0 +1,75 @@
+package redisstore
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults applied to zero fields of Options.
+const (
+	DefaultPrefix        = "idem"
+	DefaultTakeoverGrace = 24 * time.Hour
+	DefaultPollInterval  = 100 * time.Millisecond
+)
+
+// Options configures a Store. The zero value is ready to use.
+type Options struct {
+	// Prefix starts every Redis key and channel the store uses, followed by
+	// ':'. Empty means DefaultPrefix ("idem"). It must be printable ASCII
+	// without spaces and without '{' or '}' (those would move the hash
+	// tag). Stores that share a prefix share records and fencing counters.
+	Prefix string
+
+	// TakeoverGrace is how long an in-progress record stays stored after its
+	// lease expired, so that a later Acquire still sees it, takes it over
+	// and reports the previous token in Lease.PrevToken (the recovery hook
+	// runs on that). After lease expiry plus TakeoverGrace the record is
+	// deleted by Redis and a new Acquire starts from scratch (with a higher
+	// token all the same). Zero means DefaultTakeoverGrace (24h); negative
+	// values are rejected by New.
+	TakeoverGrace time.Duration
+
+	// PollInterval is the longest WaitChange sleeps between two looks at
+	// the record. Notifications normally end the wait earlier; polling is
+	// the safety net for lost messages and the only mechanism when
+	// DisableNotify is set. Zero means DefaultPollInterval (100ms);
+	// negative values are rejected by New.
+	PollInterval time.Duration
+
+	// DisableNotify turns off pub/sub: the scripts publish nothing and
+	// WaitChange only polls. Use it where PUBLISH/SUBSCRIBE are denied by
+	// ACL or a proxy does not support them.
+	DisableNotify bool
+}
+
+// withDefaults returns o with zero fields set to their defaults, or an error
+// naming the first invalid field.
+func (o Options) withDefaults() (Options, error) {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	for i := 0; i < len(o.Prefix); i++ {
+		if c := o.Prefix[i]; c < 0x21 || c > 0x7e || c == '{' || c == '}' {
+			return o, fmt.Errorf("redisstore: prefix %q: byte %#02x at offset %d is not allowed", o.Prefix, c, i)
+		}
+	}
+	switch {
+	case o.TakeoverGrace == 0:
+		o.TakeoverGrace = DefaultTakeoverGrace
+	case o.TakeoverGrace < 0:
+		return o, fmt.Errorf("redisstore: negative TakeoverGrace %v", o.TakeoverGrace)
+	}
+	switch {
+	case o.PollInterval == 0:
+		o.PollInterval = DefaultPollInterval
+	case o.PollInterval < 0:
+		return o, fmt.Errorf("redisstore: negative PollInterval %v", o.PollInterval)
+	}
+	return o, nil
+}
+
+// millis converts d to whole milliseconds for Redis, rounding up so that a
+// positive duration never becomes zero.
+func millis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

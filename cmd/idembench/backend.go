@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/backends/memstore"
 	"github.com/idembench/idembench/backends/naive"
 	"github.com/idembench/idembench/backends/pgstore"
+	"github.com/idembench/idembench/backends/redisstore"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -38,7 +40,10 @@ type openedStore struct {
 	store idem.Store
 	// persistent stores keep keys across runs: keys get a per-run prefix.
 	persistent bool
-	close      func()
+	// warning is a configuration problem the run goes on with, for the
+	// user to read.
+	warning string
+	close   func()
 }
 
 // openStore builds the store for --backend and --engine. A bad name is a
@@ -64,9 +69,49 @@ func openStore(ctx context.Context, backend, engine, redisURL, postgresURL strin
 	case backendPostgres:
 		return openPostgres(ctx, postgresURL)
 	case backendRedis:
-		return nil, usageErr("--backend redis is not wired into this build yet (use --backend memory or postgres)")
+		return openRedis(ctx, redisURL)
 	}
 	return nil, usageErr("--backend %q: want memory, redis or postgres", backend)
+}
+
+// redisPrefix starts every Redis key the harness's store uses.
+const redisPrefix = "idembench"
+
+// redisMinPool is the least connection pool size: every client may hold a
+// connection.
+const redisMinPool = 64
+
+// openRedis connects to url and checks that the server answers. A bad URL is
+// a usage error, a server that does not answer an environment error. A
+// server that may evict keys (maxmemory-policy other than noeviction) is
+// used all the same, with a warning: the harness is there to show what that
+// does.
+func openRedis(ctx context.Context, url string) (*openedStore, error) {
+	if url == "" {
+		return nil, usageErr("--backend redis needs --redis-url or IDEM_REDIS_URL")
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, usageErr("--redis-url: %v", err)
+	}
+	opt.PoolSize = max(opt.PoolSize, redisMinPool)
+	client := redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		client.Close()
+		return nil, envErr(fmt.Errorf("redis unreachable at %s: %w", opt.Addr, err))
+	}
+	st, err := redisstore.New(client, redisstore.Options{Prefix: redisPrefix})
+	if err != nil {
+		client.Close()
+		return nil, usageErr("redis: %v", err)
+	}
+	o := &openedStore{store: st, persistent: true, close: func() { client.Close() }}
+	if err := st.CheckConfig(pctx); err != nil {
+		o.warning = "redis: " + err.Error()
+	}
+	return o, nil
 }
 
 // pgTable is the harness's own records table, apart from any application's.

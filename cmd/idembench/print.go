@@ -32,6 +32,9 @@ func printRun(w io.Writer, o *runOutcome) {
 	if note := hd.Options["recovery_note"]; note != "" {
 		fmt.Fprintf(w, "note: recovery %s\n", note)
 	}
+	if o.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", o.Warning)
+	}
 	s := o.Summary
 	printCounts(w, s, o.History)
 	fmt.Fprintf(w, "effects: %d applied · %d rejected by fencing · %d keys with more than one applied\n",

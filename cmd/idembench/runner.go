@@ -50,12 +50,14 @@ type runOutcome struct {
 	Summary *reports.Summary
 	// DriverOpsPerSec is the driver's throughput in recorded operations.
 	DriverOpsPerSec float64
-	Ledger          workload.LedgerStats
-	Recovery        bool // effective: requested and supported by the sink
-	Duration        time.Duration
-	Clients         int
-	Dir             string
-	Replay          string
+	// Warning is a backend configuration problem the run went on with.
+	Warning  string
+	Ledger   workload.LedgerStats
+	Recovery bool // effective: requested and supported by the sink
+	Duration time.Duration
+	Clients  int
+	Dir      string
+	Replay   string
 }
 
 // execute runs sp: builds the store, sink and fault injector, drives the
@@ -119,6 +121,7 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 	out := &runOutcome{
 		History:         h,
 		DriverOpsPerSec: res.OpsPerSec(),
+		Warning:         st.warning,
 		Ledger:          res.Ledger.Stats(),
 		Recovery:        recovery,
 		Duration:        cfg.Duration,

@@ -154,6 +154,11 @@ func (d *driver) business(x *execution) idem.Func {
 			return idem.Response{}, idem.MarkAmbiguous(err)
 		}
 		op.Applied = applied
+		if _, tx := d.cfg.Sink.(TxSink); tx && applied {
+			// Pending until the transaction commits: the ledger decides.
+			op.Outcome = history.Unknown
+			op.Return = history.NoReturn
+		}
 		if !applied {
 			op.Err = ErrStale.Error()
 		}

@@ -79,7 +79,7 @@ func (d *driver) probeKey(ctx context.Context, client int, seq int64, key string
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	op.Call = d.now()
-	res, err := d.eng.Do(pctx, key, fp, d.business(x))
+	res, err := d.do(pctx, key, fp, d.business(x))
 	cancel()
 	op.Return = d.now()
 	classify(&op, res, err, x)

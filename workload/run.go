@@ -45,6 +45,8 @@ type driver struct {
 	now    func() int64
 	box    mailbox
 	faults Faults
+	tx     TxSink // nil unless the sink is transactional
+	txOpts TxEngine
 
 	stopped    atomic.Bool  // traffic is over
 	drainUntil atomic.Int64 // unix nanos after which no retry is scheduled
@@ -70,6 +72,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		d.rec = history.NewRecorder()
 	}
 	d.eng = idem.New(cfg.Store, d.engineOptions()...)
+	if tx, ok := cfg.Sink.(TxSink); ok {
+		d.tx = tx
+		d.txOpts = TxEngine{LeaseTTL: cfg.Engine.LeaseTTL, Heartbeat: cfg.Engine.Heartbeat, Retention: cfg.Engine.Retention}
+		if d.faults != nil {
+			d.txOpts.Hook = d.faults.Hook()
+		}
+	}
 	defer d.eng.Close() // every Do has returned by then: wait for the heartbeat goroutine
 	res := &Result{Recorder: d.rec, Ledger: cfg.Sink.Ledger(), Start: time.Now(), Open: cfg.Rate > 0, Recovery: cfg.Engine.Recovery}
 
@@ -154,6 +163,15 @@ func (d *driver) engineOptions() []idem.Option {
 		}
 	}
 	return opts
+}
+
+// do runs one execution: through the engine, or through the sink's own
+// transaction for a TxSink.
+func (d *driver) do(ctx context.Context, key string, fp idem.Fingerprint, fn idem.Func) (idem.Result, error) {
+	if d.tx == nil {
+		return d.eng.Do(ctx, key, fp, fn)
+	}
+	return d.tx.Do(ctx, key, fp, d.txOpts, fn)
 }
 
 // closedLoop runs Clients clients until traffic stops.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"time"
 
 	"github.com/idembench/idembench/idem"
 )
@@ -40,6 +41,35 @@ type Recoverer interface {
 	Recover(ctx context.Context, key string) (resp idem.Response, done bool, err error)
 }
 
+// TxSink is a Sink whose effects commit in the same transaction as the
+// engine's completion (Postgres transactional mode, pgstore.DoTx). The
+// driver runs every execution through its Do instead of idem.Engine.Do:
+// Do acquires the key, runs fn with a context from which Apply finds the
+// transaction, and commits the effect together with the fenced
+// completion, or rolls both back (a stale holder's completion is refused,
+// so its effect never commits). The workload stays free of backend
+// imports: cmd/idembench supplies the Postgres implementation.
+//
+// Until the transaction commits an applied effect is only pending, so the
+// driver records every effect of a TxSink as unknown and the run's ledger
+// (read after the run) settles it.
+type TxSink interface {
+	Sink
+	Do(ctx context.Context, key string, fp idem.Fingerprint, opts TxEngine, fn idem.Func) (idem.Result, error)
+}
+
+// TxEngine is the engine configuration a TxSink runs executions with.
+type TxEngine struct {
+	// LeaseTTL, Heartbeat (zero: LeaseTTL/3, negative: off) and Retention
+	// are the run's Engine settings, defaults filled in.
+	LeaseTTL, Heartbeat, Retention time.Duration
+	// Hook is the fault hook, or nil. A TxSink calls it at the engine's
+	// points: after acquire and before fn inside the transaction, after fn
+	// before the completion (an abort there rolls the effect back) and
+	// after the commit (an abort there loses the reply).
+	Hook idem.Hook
+}
+
 // Sink names for NewSink.
 const (
 	SinkPlain  = "plain"
@@ -55,8 +85,9 @@ var ErrUnsupported = errors.New("workload: not yet supported")
 //   - "plain" applies every effect (no fencing, no recovery).
 //   - "fenced" rejects an effect whose token is lower than the highest it
 //     applied for the key, and implements Recoverer.
-//   - "tx" (Postgres transactional mode) returns an error wrapping
-//     ErrUnsupported for now.
+//   - "tx" (Postgres transactional mode) lives in the backend: NewSink
+//     returns an error wrapping ErrUnsupported, and the caller builds a
+//     TxSink on its Postgres store instead.
 //
 // Any other name is an error wrapping ErrConfig.
 func NewSink(name string) (Sink, error) {
@@ -176,6 +207,25 @@ func (l *Ledger) apply(e Effect, fence bool) bool {
 	}
 	en.n++
 	return true
+}
+
+// Record adds e to the ledger as applied or rejected, with no fencing of
+// its own: it is how a sink whose ledger lives in a backend (a TxSink)
+// rebuilds it after the run.
+func (l *Ledger) Record(e Effect, applied bool) {
+	if applied {
+		l.apply(e, false)
+		return
+	}
+	sh := l.shard(e.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	en := sh.keys[e.Key]
+	if en == nil {
+		en = &ledgerEntry{}
+		sh.keys[e.Key] = en
+	}
+	en.rejected = append(en.rejected, e.Exec)
 }
 
 func (l *Ledger) first(key string) (idem.Response, bool, error) {

@@ -44,6 +44,9 @@ type openedStore struct {
 	// user to read.
 	warning string
 	close   func()
+	// pg and pool are set for the PostgreSQL backend (--sink tx runs on them).
+	pg   *pgstore.Store
+	pool *pgxpool.Pool
 }
 
 // openStore builds the store for --backend and --engine. A bad name is a
@@ -154,7 +157,7 @@ func openPostgres(ctx context.Context, url string) (*openedStore, error) {
 	// Rows of earlier runs expire after the engine's retention; the
 	// sweeper deletes them while this run goes on.
 	stop := st.StartSweeper(context.WithoutCancel(ctx))
-	return &openedStore{store: st, persistent: true, close: func() { stop(); pool.Close() }}, nil
+	return &openedStore{store: st, persistent: true, close: func() { stop(); pool.Close() }, pg: st, pool: pool}, nil
 }
 
 // redactURL hides the password of a connection URL.

@@ -64,18 +64,13 @@ type runOutcome struct {
 // workload, assembles and checks the history, and writes the run directory.
 func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 	sc := sp.Scenario
-	sink, err := workload.NewSink(sp.Sink)
-	if err != nil {
-		return nil, usageErr("--sink: %v", err)
-	}
-	_, canRecover := sink.(workload.Recoverer)
-	recovery := sp.Recovery && canRecover
-
-	st, err := openStore(ctx, sp.Backend, sp.Engine, sp.RedisURL, sp.PostgresURL)
+	st, sink, err := openStoreAndSink(ctx, sp)
 	if err != nil {
 		return nil, err
 	}
 	defer st.close()
+	_, canRecover := sink.(workload.Recoverer)
+	recovery := sp.Recovery && canRecover
 
 	cfg := sc.Workload(sp.Duration)
 	cfg.Seed = sp.Seed
@@ -117,7 +112,14 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 		}
 		return nil, err
 	}
-	h := assemble(hdr, res, inj)
+	lookup := res.Ledger.Lookup
+	if tx, ok := sink.(*pgTxSink); ok {
+		if err := tx.load(ctx, cfg.Keys.Prefix); err != nil {
+			return nil, envErr(err)
+		}
+		lookup = tx.lookup
+	}
+	h := assemble(hdr, res, inj, lookup)
 	out := &runOutcome{
 		History:         h,
 		DriverOpsPerSec: res.OpsPerSec(),
@@ -151,6 +153,33 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 	return out, nil
 }
 
+// openStoreAndSink opens the store and builds the effect sink. --sink tx
+// lives in PostgreSQL, next to the records: with another backend or engine
+// it is a usage error.
+func openStoreAndSink(ctx context.Context, sp runSpec) (*openedStore, workload.Sink, error) {
+	if sp.Sink == workload.SinkTx && (sp.Backend != backendPostgres || sp.Engine != engineIdem) {
+		return nil, nil, usageErr("--sink tx (Postgres transactional mode) needs --backend postgres and --engine idem")
+	}
+	var sink workload.Sink
+	if sp.Sink != workload.SinkTx {
+		var err error
+		if sink, err = workload.NewSink(sp.Sink); err != nil {
+			return nil, nil, usageErr("--sink: %v", err)
+		}
+	}
+	st, err := openStore(ctx, sp.Backend, sp.Engine, sp.RedisURL, sp.PostgresURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sink == nil {
+		if sink, err = newPgTxSink(ctx, st.pg, st.pool); err != nil {
+			st.close()
+			return nil, nil, envErr(err)
+		}
+	}
+	return st, sink, nil
+}
+
 func withNow(c chaos.Config) chaos.Config {
 	c.Now = history.Now
 	return c
@@ -159,7 +188,7 @@ func withNow(c chaos.Config) chaos.Config {
 // assemble builds the run's history: the recorded calls and effects plus
 // the injected fault windows, sorted by call time, with effects resolved
 // against the ledger.
-func assemble(hdr history.Header, res *workload.Result, inj *chaos.Injector) *history.History {
+func assemble(hdr history.Header, res *workload.Result, inj *chaos.Injector, lookup func(key, exec string) (applied, ok bool)) *history.History {
 	h := res.Recorder.History(hdr)
 	for _, w := range inj.Windows() {
 		h.Ops = append(h.Ops, history.Op{
@@ -174,7 +203,7 @@ func assemble(hdr history.Header, res *workload.Result, inj *chaos.Injector) *hi
 		})
 	}
 	history.SortByCall(h.Ops)
-	h.ResolveEffects(func(op *history.Op) (bool, bool) { return res.Ledger.Lookup(op.Key, op.Exec) })
+	h.ResolveEffects(func(op *history.Op) (bool, bool) { return lookup(op.Key, op.Exec) })
 	return h
 }
 
@@ -204,7 +233,7 @@ func options(sp runSpec, cfg workload.Config, recovery bool) map[string]string {
 		"rate":          strconv.FormatFloat(cfg.Rate, 'g', -1, 64),
 		"scenario_src":  sp.Scenario.Source,
 	}
-	if sp.Recovery && !recovery {
+	if sp.Recovery && !recovery && sp.Sink != workload.SinkTx {
 		m["recovery_note"] = "requested, but the " + sp.Sink + " sink cannot answer recovery lookups"
 	}
 	return m

@@ -52,7 +52,7 @@ func newPgTxSink(ctx context.Context, st *pgstore.Store, pool *pgxpool.Pool) (*p
 	return &pgTxSink{st: st, pool: pool, ledger: workload.NewLedger(), slots: make(chan struct{}, n)}, nil
 }
 
-func (s *pgTxSink) Name() string              { return workload.SinkTx }
+func (s *pgTxSink) Name() string             { return workload.SinkTx }
 func (s *pgTxSink) Ledger() *workload.Ledger { return s.ledger }
 
 // Apply writes e in the transaction of the execution that ctx belongs to,

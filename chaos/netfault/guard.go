@@ -41,7 +41,8 @@ const (
 )
 
 // guardStallTimeout is how long a guard waits for the next stage to take a
-// due chunk before it gives the connection up. Tests shorten it.
+// due chunk before it gives the connection up. New copies it into the
+// proxy's shared state; tests shorten it before New.
 var guardStallTimeout = 5 * time.Second
 
 func init() { toxics.Register(guardType, new(guard)) }
@@ -54,6 +55,8 @@ var (
 // shared is the state every guard of one proxy reads: the latency fault and
 // the proxy's closing signal. Guards re-read it when changed is closed.
 type shared struct {
+	stall time.Duration // guardStallTimeout at New; never changes
+
 	mu      sync.Mutex
 	latency time.Duration
 	jitter  time.Duration
@@ -64,6 +67,7 @@ type shared struct {
 
 func newShared(seed uint64) *shared {
 	return &shared{
+		stall:   guardStallTimeout,
 		rng:     rand.New(rand.NewPCG(seed, 0x6e65746661756c74)),
 		changed: make(chan struct{}),
 		closing: make(chan struct{}),
@@ -165,7 +169,7 @@ func (g *guard) Pipe(stub *toxics.ToxicStub) {
 				if st.stalled.IsZero() {
 					st.stalled = now
 				}
-				wait = st.stalled.Add(guardStallTimeout).Sub(now)
+				wait = st.stalled.Add(g.sh.stall).Sub(now)
 			}
 			if timer == nil {
 				timer = time.NewTimer(wait)
@@ -193,7 +197,7 @@ func (g *guard) Pipe(stub *toxics.ToxicStub) {
 			st.queue = st.queue[1:]
 			st.lastDue, st.due, st.stalled = st.due, time.Time{}, time.Time{}
 		case <-timerC:
-			if out != nil && time.Since(st.stalled) >= guardStallTimeout {
+			if out != nil && time.Since(st.stalled) >= g.sh.stall {
 				st.drop(stub) // the reader is gone or stuck: close the connection
 			}
 		}

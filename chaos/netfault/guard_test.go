@@ -13,12 +13,11 @@ import (
 // while delayed replies are queued must not leave goroutines behind or make
 // Heal hang (toxiproxy's own latency toxic does both).
 func TestAbandonedRepliesLeaveNothing(t *testing.T) {
-	old := guardStallTimeout
-	guardStallTimeout = 200 * time.Millisecond
-	defer func() { guardStallTimeout = old }()
-
 	echo := startEcho(t)
+	old := guardStallTimeout
+	guardStallTimeout = 200 * time.Millisecond // read once, by New
 	p := newProxy(t, echo.Addr(), Options{})
+	guardStallTimeout = old
 	base := runtime.NumGoroutine()
 	if err := p.Latency(30*time.Millisecond, 20*time.Millisecond); err != nil {
 		t.Fatal(err)

@@ -302,15 +302,15 @@ func TestFaultsOnEcho(t *testing.T) {
 
 	// Latency: the echo comes back late.
 	c = dial()
-	if err := p.Latency(100*time.Millisecond, 0); err != nil {
+	if err := p.Latency(300*time.Millisecond, 0); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
 	if _, err := roundTrip(c, "slow", 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Errorf("round trip with 100ms latency took %s", d)
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("round trip with 300ms latency took %s", d)
 	}
 	if err := p.Off(KindLatency); err != nil {
 		t.Fatal(err)
@@ -319,7 +319,7 @@ func TestFaultsOnEcho(t *testing.T) {
 	if _, err := roundTrip(c, "fast", 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 80*time.Millisecond {
+	if d := time.Since(start); d > 150*time.Millisecond {
 		t.Errorf("round trip after the latency ended took %s", d)
 	}
 }

@@ -54,15 +54,15 @@ func redisKey(t *testing.T, direct *redis.Client) string {
 func TestRedisLatency(t *testing.T) {
 	_, p, proxied := redisPair(t, 2*time.Second)
 	ctx := t.Context()
-	if err := p.Latency(200*time.Millisecond, 20*time.Millisecond); err != nil {
+	if err := p.Latency(300*time.Millisecond, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	if err := proxied.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 180*time.Millisecond {
-		t.Errorf("PING with 200ms±20ms latency took %s", d)
+	if d := time.Since(start); d < 280*time.Millisecond {
+		t.Errorf("PING with 300ms±20ms latency took %s", d)
 	}
 	if err := p.Off(KindLatency); err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestRedisLatency(t *testing.T) {
 	if err := proxied.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 100*time.Millisecond {
+	if d := time.Since(start); d > 150*time.Millisecond {
 		t.Errorf("PING after the latency ended took %s", d)
 	}
 }
@@ -189,8 +189,8 @@ func TestRedisHealRemovesEverything(t *testing.T) {
 	if err := proxied.Ping(ctx).Err(); err != nil {
 		t.Fatalf("PING after Heal: %v", err)
 	}
-	if d := time.Since(start); d > 100*time.Millisecond {
-		t.Errorf("PING after Heal took %s", d)
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("PING after Heal took %s (the 1s latency is still on?)", d)
 	}
 }
 

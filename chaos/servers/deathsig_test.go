@@ -84,7 +84,7 @@ func TestServersDieWithParent(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
-			assertGone(t, pid, port, "")
+			assertGone(t, pid, port, dir, "")
 
 			if _, err := os.Stat(dir); err != nil {
 				t.Fatalf("expected the killed helper's dir to remain until swept: %v", err)

@@ -29,15 +29,19 @@
 // # Cleanup guarantees
 //
 //   - Stop kills the server (Redis: SIGKILL; PostgreSQL: fast shutdown,
-//     SIGKILL after 15 seconds), waits until every process of its process
-//     group has exited, so its port is free, and removes the directory if
-//     the package created it. Stop is idempotent.
+//     SIGKILL after 15 seconds), waits until every process of the server has
+//     exited, so its port is free, and removes the directory if the package
+//     created it. Stop is idempotent. "Every process of the server" is its
+//     process group plus, on Linux, every process whose working directory
+//     is inside the server's directory: PostgreSQL's backends leave the
+//     postmaster's process group (each calls setsid) but work in its data
+//     directory.
 //   - StopAll stops every server of this process that is still running. A
 //     CLI calls it from its signal handler (SIGINT, SIGTERM).
-//   - Each server is the leader of its own process group, so Stop reaches
-//     every process it forked. On Linux it also has a parent-death signal
-//     (SIGKILL): if this process dies, even by SIGKILL, the kernel kills the
-//     server, and PostgreSQL's backends exit when their postmaster is gone.
+//   - Each server is the leader of its own process group. On Linux it also
+//     has a parent-death signal (SIGKILL): if this process dies, even by
+//     SIGKILL, the kernel kills the server, and PostgreSQL's backends exit
+//     when their postmaster is gone.
 //     The signal is tied to the OS thread that forked the server, so the
 //     package forks from a fresh goroutine, never from one locked to a
 //     thread that might exit.
@@ -46,7 +50,8 @@
 //     removed by SweepStale, which StartRedis and StartPostgres call first:
 //     it only touches this package's directories (named idembench-* in
 //     os.TempDir(), with a marker file naming their creator) whose creating
-//     process no longer runs.
+//     process no longer runs, and waits (up to 5 seconds, then SIGKILL) for
+//     the processes still working in them.
 //   - A start that fails leaves no process and no temporary directory.
 //
 // Every wait is bounded: by the caller's context, or by 30 (Redis) or 60

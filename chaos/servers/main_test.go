@@ -122,15 +122,15 @@ func redisDo(t *testing.T, addr string, args ...string) (string, error) {
 	return readRESP(bufio.NewReader(c))
 }
 
-// assertGone checks that the server process (and its group) no longer runs,
-// its port is free and, when dir is not empty, dir no longer exists. Process
-// exit is polled for up to ten seconds.
-func assertGone(t *testing.T, pid, port int, dir string) {
+// assertGone checks that the server process, its group and every process
+// working in serverDir no longer run, its port is free and, when dir is not
+// empty, dir no longer exists. Process exit is polled for up to ten seconds.
+func assertGone(t *testing.T, pid, port int, serverDir, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) || groupAlive(pid) {
+	for processAlive(pid) || len(leftovers(pid, serverDir)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("server process %d (or its group) still alive", pid)
+			t.Fatalf("server process %d still alive, or processes %v of %s", pid, leftovers(pid, serverDir), serverDir)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

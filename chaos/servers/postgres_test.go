@@ -68,7 +68,7 @@ func TestPostgresRestartKeepsCommitted(t *testing.T) {
 	if err := pg.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, pid, port, dir)
+	assertGone(t, pid, port, dir, dir)
 	if err := pg.Stop(); err != nil {
 		t.Errorf("second Stop = %v, want nil", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -100,7 +101,8 @@ func (p *proc) waitExit(d time.Duration) bool {
 }
 
 // kill sends SIGKILL to the process group and waits until the leader has been
-// reaped and (bounded by exitTimeout) the rest of the group is gone. It does
+// reaped and (bounded by exitTimeout) every other process of the server is
+// gone (see waitGone). It does
 // nothing if the leader had already been reaped: its group was then waited
 // for by an earlier kill, or it died on its own and its group id may no
 // longer be ours.
@@ -112,12 +114,12 @@ func (p *proc) kill() error {
 	if !p.waitExit(exitTimeout) {
 		return fmt.Errorf("servers: process %d did not exit after SIGKILL", p.pid())
 	}
-	return p.waitGroupGone(exitTimeout)
+	return p.waitGone(exitTimeout)
 }
 
 // shutdown sends sig to the leader (a server's own shutdown signal) and
-// waits for it and every process of its group to exit, escalating to kill
-// after exitTimeout. It does nothing if the leader had already been reaped.
+// waits for it and every other process of the server to exit (see
+// waitGone), escalating to kill after exitTimeout. It does nothing if the leader had already been reaped.
 func (p *proc) shutdown(sig syscall.Signal) error {
 	if p.exited() {
 		return nil
@@ -126,24 +128,40 @@ func (p *proc) shutdown(sig syscall.Signal) error {
 	if !p.waitExit(exitTimeout) {
 		return p.kill()
 	}
-	return p.waitGroupGone(exitTimeout)
+	return p.waitGone(exitTimeout)
 }
 
-// waitGroupGone polls until no process of the group is left, zombies aside,
-// or d passes. It is called after the leader was reaped, within seconds, so
-// the group id cannot have been reused yet.
-func (p *proc) waitGroupGone(d time.Duration) error {
+// waitGone polls until no process of the group and none working in the
+// server's directory is left (zombies aside), or d passes; then it kills
+// the stragglers one by one and reports them. It is called after the leader
+// was reaped, within seconds, so the group id cannot have been reused yet.
+func (p *proc) waitGone(d time.Duration) error {
+	return waitLeftovers(p.pid(), p.cmd.Dir, d)
+}
+
+// waitLeftovers is waitGone for a group and directory.
+func waitLeftovers(pgid int, dir string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		if !groupAlive(p.pid()) {
+		left := leftovers(pgid, dir)
+		if len(left) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			_ = killGroup(p.pid(), syscall.SIGKILL)
-			return fmt.Errorf("servers: processes of group %d still alive after %s", p.pid(), d)
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return fmt.Errorf("servers: processes %v of %s still alive after %s; killed", left, dir, d)
 		}
 		time.Sleep(wait)
 	}
+}
+
+// inDir reports whether path is dir or inside it. A working directory that
+// was removed reads as "PATH (deleted)" in /proc.
+func inDir(path, dir string) bool {
+	path = strings.TrimSuffix(path, " (deleted)")
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
 // logTail returns the last lines of the server's log for error messages.

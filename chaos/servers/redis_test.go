@@ -53,7 +53,7 @@ func TestRedisRestartPersistence(t *testing.T) {
 			if err := r.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			assertGone(t, pid, port, dir)
+			assertGone(t, pid, port, dir, dir)
 			if err := r.Stop(); err != nil {
 				t.Errorf("second Stop = %v, want nil", err)
 			}
@@ -101,7 +101,7 @@ func TestRedisGivenPortAndDir(t *testing.T) {
 	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, pid, port, "")
+	assertGone(t, pid, port, dir, "")
 	if _, err := os.Stat(dir); err != nil {
 		t.Errorf("Stop removed the caller's dir %s: %v", dir, err)
 	}
@@ -140,7 +140,7 @@ func TestStopAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
-		assertGone(t, r.PID(), r.Port(), r.Dir())
+		assertGone(t, r.PID(), r.Port(), r.Dir(), r.Dir())
 		if err := r.Stop(); err != nil {
 			t.Errorf("Stop after StopAll = %v, want nil", err)
 		}

@@ -68,26 +68,39 @@ func processStartTime(pid int) uint64 {
 	return st.startTime
 }
 
-// groupAlive reports whether any live process, zombies aside, belongs to
-// process group pgid. It scans /proc, a few hundred entries on a test box.
-func groupAlive(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false // no process at all, not even a zombie
-	}
+// leftovers returns the live processes, zombies aside, that belong to
+// process group pgid or whose working directory is dir or inside it. Every
+// server process works in its directory (Redis chdirs to --dir; PostgreSQL
+// to its data directory), and PostgreSQL's backends leave the postmaster's
+// process group (each calls setsid), so the directory is what finds them.
+// pgid 0 or dir "" skips that test. It scans /proc.
+func leftovers(pgid int, dir string) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return true
+		return nil
 	}
+	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		if st, ok := readProcStat(pid); ok && st.pgrp == pgid && st.state != 'Z' {
-			return true
+		st, ok := readProcStat(pid)
+		if !ok || st.state == 'Z' {
+			continue
+		}
+		if pgid > 0 && st.pgrp == pgid {
+			pids = append(pids, pid)
+			continue
+		}
+		if dir == "" {
+			continue
+		}
+		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && inDir(cwd, dir) {
+			pids = append(pids, pid)
 		}
 	}
-	return false
+	return pids
 }
 
 // removeOrphanShm removes the System V shared memory segment that a

@@ -27,8 +27,16 @@ func processStartTime(pid int) uint64 {
 	return 0
 }
 
-// groupAlive reports whether any process belongs to group pgid.
-func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+// leftovers returns pgid itself while any process belongs to that group.
+// Outside Linux there is no portable way to find processes by working
+// directory, so PostgreSQL backends (which leave the group) are not seen;
+// they exit on their own once their postmaster is gone.
+func leftovers(pgid int, _ string) []int {
+	if pgid > 0 && syscall.Kill(-pgid, 0) == nil {
+		return []int{pgid}
+	}
+	return nil
+}
 
 // removeOrphanShm does nothing outside Linux: a postmaster killed with
 // SIGKILL may leave its small System V segment behind (ipcs -m shows it).

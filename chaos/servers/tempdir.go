@@ -16,6 +16,9 @@ import (
 // carry two marker files: ownerFile names the process that created the
 // directory, serverFile the server process that runs in it. Both hold
 // "PID STARTTIME\n"; the start time tells a reused PID apart.
+// sweepWait bounds SweepStale's wait for the processes of one directory.
+const sweepWait = 5 * time.Second
+
 const (
 	dirPrefix  = "idembench-"
 	ownerFile  = ".idembench-owner"
@@ -65,9 +68,12 @@ func markerAlive(pid int, start uint64) bool {
 
 // SweepStale removes what servers of earlier processes left behind: every
 // directory this package created in os.TempDir() whose creating process is
-// gone (it was killed with SIGKILL, so neither Stop nor StopAll ran). A
+// gone (it was killed with SIGKILL, so neither Stop nor StopAll ran), and
+// the System V shared memory segment of a PostgreSQL server killed in it. A
 // server still running in such a directory (possible outside Linux, where
-// there is no parent-death signal) is killed with its process group first.
+// there is no parent-death signal) is killed with its process group first;
+// processes still working in the directory get 5 seconds to exit, then
+// SIGKILL.
 // Directories of live processes, directories the caller passed in Options,
 // and anything without this package's marker file are never touched.
 //
@@ -91,16 +97,17 @@ func sweepStale(base string) error {
 		if !ok || markerAlive(pid, start) {
 			continue // not ours, being created, or its owner still runs
 		}
-		if spid, sstart, ok := readMarker(filepath.Join(dir, serverFile)); ok {
-			if markerAlive(spid, sstart) {
-				_ = killGroup(spid, syscall.SIGKILL)
-			}
-			// Wait (bounded) for the rest of the group, e.g. PostgreSQL
-			// backends that exit once they notice their postmaster died.
-			for i := 0; i < 100 && groupAlive(spid); i++ {
-				time.Sleep(20 * time.Millisecond)
-			}
+		spid, sstart, ok := readMarker(filepath.Join(dir, serverFile))
+		if ok && markerAlive(spid, sstart) {
+			_ = killGroup(spid, syscall.SIGKILL)
 		}
+		if !ok {
+			spid = 0
+		}
+		// Wait (bounded) for every process working in dir, e.g. PostgreSQL
+		// backends that exit once they notice their postmaster died and
+		// only then detach from its shared memory.
+		_ = waitLeftovers(spid, dir, sweepWait)
 		removeOrphanShm(filepath.Join(dir, "data", "postmaster.pid"))
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("servers: sweep: %w", err))

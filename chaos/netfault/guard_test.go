@@ -18,6 +18,16 @@ func TestAbandonedRepliesLeaveNothing(t *testing.T) {
 	guardStallTimeout = 200 * time.Millisecond // read once, by New
 	p := newProxy(t, echo.Addr(), Options{})
 	guardStallTimeout = old
+	// Count goroutines once a round trip has gone through: toxiproxy starts
+	// one of its own goroutines only after Start has returned.
+	keep, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keep.Close()
+	if _, err := roundTrip(keep, "warm", time.Second); err != nil {
+		t.Fatal(err)
+	}
 	base := runtime.NumGoroutine()
 	if err := p.Latency(30*time.Millisecond, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -49,15 +59,11 @@ func TestAbandonedRepliesLeaveNothing(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if n := runtime.NumGoroutine(); n > base {
-		t.Errorf("%d goroutines after the clients left, %d before they came", n, base)
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after the clients left, %d before they came:\n%s", n, base, buf[:runtime.Stack(buf, true)])
 	}
 
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got, err := roundTrip(c, "still works", time.Second); err != nil || got != "still works" {
+	if got, err := roundTrip(keep, "still works", time.Second); err != nil || got != "still works" {
 		t.Errorf("round trip after abandoned replies = %q, %v", got, err)
 	}
 }

@@ -42,6 +42,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/scenarios"
 )
 
@@ -59,8 +60,9 @@ const (
 var version = "dev"
 
 type cli struct {
-	Run   runCmd   `cmd:"" default:"withargs" help:"Run a scenario against an engine configuration, check the history and report."`
-	Check checkCmd `cmd:"" help:"Re-check a saved history (a run directory or a history.jsonl file) offline."`
+	Run    runCmd    `cmd:"" default:"withargs" help:"Run a scenario against an engine configuration, check the history and report."`
+	Check  checkCmd  `cmd:"" help:"Re-check a saved history (a run directory or a history.jsonl file) offline."`
+	Matrix matrixCmd `cmd:"" help:"Run the safety matrix (configuration × fault) and compare each cell with its expected verdict."`
 }
 
 // exitError carries an exit code up to main.
@@ -92,6 +94,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := realMain(ctx, os.Args[1:], stdio{out: os.Stdout, err: os.Stderr})
 	stop()
+	_ = servers.StopAll() // private servers of a run cut short
+
 	os.Exit(code)
 }
 

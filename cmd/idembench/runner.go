@@ -39,6 +39,9 @@ type runSpec struct {
 	CheckTimeout time.Duration
 	// Thresholds are the performance limits (exit 4 when missed).
 	Thresholds reports.Thresholds
+	// BackendFaults are restarts and network faults on the backend; nil
+	// means none.
+	BackendFaults *backendFaults
 }
 
 // runOutcome is what a run produced.
@@ -64,6 +67,11 @@ type runOutcome struct {
 // workload, assembles and checks the history, and writes the run directory.
 func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 	sc := sp.Scenario
+	env, err := openBackendFaults(ctx, &sp)
+	if err != nil {
+		return nil, err
+	}
+	defer env.close()
 	st, sink, err := openStoreAndSink(ctx, sp)
 	if err != nil {
 		return nil, err
@@ -93,7 +101,10 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 	if err != nil {
 		return nil, usageErr("scenario %s: %v", sc.Name, err)
 	}
-	cfg.Faults = inj
+	cfg.Faults = env.wrap(inj)
+	if bf := sp.BackendFaults; bf != nil && bf.RetryTimeout > 0 {
+		cfg.Retry.Timeout = bf.RetryTimeout
+	}
 
 	hdr := history.Header{
 		Tool:     "idembench " + version,
@@ -119,7 +130,11 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 		}
 		lookup = tx.lookup
 	}
+	if err := env.err(); err != nil {
+		return nil, envErr(err)
+	}
 	h := assemble(hdr, res, inj, lookup)
+	env.addWindows(h)
 	out := &runOutcome{
 		History:         h,
 		DriverOpsPerSec: res.OpsPerSec(),

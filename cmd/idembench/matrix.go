@@ -62,12 +62,12 @@ type matrixCell struct {
 	Observed string `json:"observed"`
 	// Match is true when Observed equals Expected; a cell not run never
 	// matches.
-	Match      bool     `json:"match"`
-	Violations int      `json:"violations"`
+	Match      bool `json:"match"`
+	Violations int  `json:"violations"`
 	// Faults is the number of fault windows recorded; Unknown the calls
 	// that ended with an unknown outcome (ambiguous, never failed).
-	Faults  int `json:"faults"`
-	Unknown int `json:"unknown"`
+	Faults     int      `json:"faults"`
+	Unknown    int      `json:"unknown"`
 	Invariants []string `json:"invariants,omitempty"`
 	Seed       int64    `json:"seed"`
 	Note       string   `json:"note,omitempty"`

@@ -96,15 +96,15 @@ func (l *Latency) draw(rng *rand.Rand) time.Duration {
 	return 0
 }
 
-// execID names an execution: "<client>.<seq>", or "p<seq>" for a probe.
+// execID names an execution: "<client>.<seq>", or "p<client>.<seq>" for a
+// probe.
 func (x *execution) execID() string {
 	var b []byte
 	if x.probe {
 		b = append(b, 'p')
-	} else {
-		b = strconv.AppendInt(b, int64(x.client), 10)
-		b = append(b, '.')
 	}
+	b = strconv.AppendInt(b, int64(x.client), 10)
+	b = append(b, '.')
 	return string(strconv.AppendInt(b, x.seq, 10))
 }
 

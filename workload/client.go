@@ -24,6 +24,7 @@ type client struct {
 }
 
 func (d *driver) newClient(id int) *client {
+	id += d.cfg.ClientBase
 	return &client{
 		d:       d,
 		id:      id,

@@ -62,6 +62,11 @@ type Config struct {
 	Recorder *history.Recorder
 	// Now reads the run's timeline; nil means history.Now.
 	Now func() int64
+	// ClientBase offsets the ids of the clients (in the history and in
+	// execution ids) but not the keys they draw: the worker processes of
+	// one run give each a different base and the same Seed and Prefix, so
+	// they deliver the same keys, concurrently, from different processes.
+	ClientBase int
 	// NoProbe skips the end-of-run liveness probe (not for verdicts: I6
 	// cannot be checked without it).
 	NoProbe bool
@@ -212,6 +217,8 @@ func (c Config) shape() (Config, error) {
 		return c, configErr("clients %d is negative", c.Clients)
 	case c.Rate < 0:
 		return c, configErr("rate %g is negative", c.Rate)
+	case c.ClientBase < 0:
+		return c, configErr("client base %d is negative", c.ClientBase)
 	}
 	if c.Clients == 0 {
 		c.Clients = DefaultClients

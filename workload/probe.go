@@ -47,7 +47,7 @@ func (d *driver) probe(ctx context.Context) (int, error) {
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for w := range min(probeWorkers, len(keys)) {
-		client := d.cfg.Clients + 1 + w
+		client := d.cfg.ClientBase + d.cfg.Clients + 1 + w
 		wg.Go(func() {
 			for i := range work {
 				d.probeKey(ctx, client, int64(i), keys[i], timeout)

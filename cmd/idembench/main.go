@@ -63,6 +63,7 @@ type cli struct {
 	Run    runCmd    `cmd:"" default:"withargs" help:"Run a scenario against an engine configuration, check the history and report."`
 	Check  checkCmd  `cmd:"" help:"Re-check a saved history (a run directory or a history.jsonl file) offline."`
 	Matrix matrixCmd `cmd:"" help:"Run the safety matrix (configuration × fault) and compare each cell with its expected verdict."`
+	Worker workerCmd `cmd:"" hidden:"" help:"One worker process of run --workers (internal)."`
 }
 
 // exitError carries an exit code up to main.

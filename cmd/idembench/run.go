@@ -30,6 +30,7 @@ type runCmd struct {
 	MaxP99        time.Duration `help:"Exit 4 when the p99 latency is above this (0: not checked)." name:"max-p99"`
 	MinThroughput float64       `help:"Exit 4 when fewer calls per second complete (0: not checked)." placeholder:"CALLS/S"`
 	MaxErrorRate  float64       `help:"Exit 4 when a larger fraction of calls ends without a final answer (0: not checked)." placeholder:"RATIO"`
+	Workers       int           `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs); 0 runs them in this process."`
 }
 
 func (c *runCmd) Run(ctx context.Context, std stdio) error {
@@ -63,7 +64,15 @@ func (c *runCmd) Run(ctx context.Context, std stdio) error {
 		Thresholds:   reports.Thresholds{MaxP99: c.MaxP99, MinThroughput: c.MinThroughput, MaxErrorRate: c.MaxErrorRate},
 	}
 	fmt.Fprintf(std.out, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sc.Name, c.Backend, c.Engine, c.Sink, seed)
-	o, err := execute(ctx, sp)
+	var o *runOutcome
+	switch {
+	case c.Workers < 0:
+		return usageErr("--workers must not be negative")
+	case c.Workers > 0:
+		o, err = executeWorkers(ctx, sp, c.Workers)
+	default:
+		o, err = execute(ctx, sp)
+	}
 	if err != nil {
 		return err
 	}

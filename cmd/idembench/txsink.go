@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idembench/idembench/backends/pgstore"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/workload"
 )
@@ -45,8 +46,8 @@ type txKey struct{}
 
 // newPgTxSink migrates the effects table and returns the sink.
 func newPgTxSink(ctx context.Context, st *pgstore.Store, pool *pgxpool.Pool) (*pgTxSink, error) {
-	if _, err := pool.Exec(ctx, pgEffectsDDL); err != nil {
-		return nil, fmt.Errorf("postgres: create %s: %w", pgEffectsTable, err)
+	if err := migrateEffects(ctx, pool); err != nil {
+		return nil, err
 	}
 	n := max(int(pool.Config().MaxConns)/2, 1)
 	return &pgTxSink{st: st, pool: pool, ledger: workload.NewLedger(), slots: make(chan struct{}, n)}, nil
@@ -67,8 +68,7 @@ func (s *pgTxSink) Apply(ctx context.Context, e workload.Effect) (bool, error) {
 	if err != nil || !applied {
 		return false, err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO `+pgEffectsTable+` (key, exec, token, status, body) VALUES ($1, $2, $3, $4, $5)`,
-		e.Key, e.Exec, int64(e.Token), e.Response.Status, e.Response.Body)
+	_, err = tx.Exec(ctx, pgInsertEffect, e.Key, e.Exec, int64(e.Token), e.Response.Status, e.Response.Body, history.Now())
 	if err != nil {
 		return false, fmt.Errorf("tx sink: insert effect: %w", err)
 	}
@@ -152,4 +152,9 @@ func (s *pgTxSink) load(ctx context.Context, prefix string) error {
 func (s *pgTxSink) lookup(key, exec string) (applied, ok bool) {
 	applied, _ = s.ledger.Lookup(key, exec)
 	return applied, true
+}
+
+// entries returns the committed effects of the keys starting with prefix.
+func (s *pgTxSink) entries(ctx context.Context, prefix string, _ []string) ([]ledgerEntry, error) {
+	return pgEntries(ctx, s.pool, prefix)
 }

@@ -383,14 +383,25 @@ func (co *coordinator) assemble(ctx context.Context, streams []string, lr ledger
 	co.mu.Unlock()
 
 	keys := map[string]struct{}{}
-	seen := map[[2]string]struct{}{}
+	fps := map[string]string{}
+	seen := map[[2]string]struct{}{}   // effects recorded
+	called := map[[2]string]struct{}{} // executions a recorded call names
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Key != "" {
 			keys[op.Key] = struct{}{}
 		}
-		if op.Kind == history.KindEffect {
+		switch op.Kind {
+		case history.KindEffect:
 			seen[[2]string{op.Key, op.Exec}] = struct{}{}
+		case history.KindCall:
+			if op.Exec != "" && clientOf(op.Exec) == op.Client {
+				// The execution's own call (a replay names it too).
+				called[[2]string{op.Key, op.Exec}] = struct{}{}
+			}
+			if _, ok := fps[op.Key]; !ok && op.Outcome != history.Mismatch {
+				fps[op.Key] = op.FP
+			}
 		}
 	}
 	klist := make([]string, 0, len(keys))
@@ -405,13 +416,22 @@ func (co *coordinator) assemble(ctx context.Context, streams []string, lr ledger
 	led := workload.NewLedger()
 	for _, e := range entries {
 		led.Record(workload.Effect{Key: e.Key, Token: 0, Exec: e.Exec}, true)
-		if _, ok := seen[[2]string{e.Key, e.Exec}]; ok {
-			continue
+		id := [2]string{e.Key, e.Exec}
+		if _, ok := seen[id]; !ok {
+			// Applied by a worker that died before it recorded the effect.
+			h.Ops = append(h.Ops, history.Op{Kind: history.KindEffect, Client: clientOf(e.Exec), Worker: -1, Key: e.Key,
+				Token: e.Token, Exec: e.Exec, Call: e.At, Return: history.NoReturn, Applied: true,
+				Err: "acknowledgement lost with its worker; found in the backend ledger"})
 		}
-		// Applied by a worker that died before it recorded the effect.
-		h.Ops = append(h.Ops, history.Op{Kind: history.KindEffect, Client: clientOf(e.Exec), Worker: -1, Key: e.Key,
-			Token: e.Token, Exec: e.Exec, Call: e.At, Return: history.NoReturn, Applied: true,
-			Err: "acknowledgement lost with its worker; found in the backend ledger"})
+		if _, ok := called[id]; !ok {
+			// Its call was in flight when its worker was killed (the
+			// worker saves its history before it dies, while its other
+			// clients go on for a moment): the client never got an
+			// answer, and the call may have completed.
+			h.Ops = append(h.Ops, history.Op{Kind: history.KindCall, Client: clientOf(e.Exec), Worker: -1, Key: e.Key,
+				Attempt: 1, FP: fps[e.Key], Exec: e.Exec, Call: e.At - 1, Return: history.NoReturn, Outcome: history.Unknown,
+				Err: "call in flight when its worker was killed"})
+		}
 	}
 	history.SortByCall(h.Ops)
 	// The backend ledger is the whole truth: an effect it lacks was not

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/internal/testenv"
+)
+
+// TestWorkers runs the CLI with worker processes on Redis: a real crash
+// (self-SIGKILL after the effect, no recovery) is caught; SIGSTOPped
+// holders against a fenced sink are not a false alarm; and an interrupted
+// run leaves no worker process and no temporary directory behind.
+func TestWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes for several seconds")
+	}
+	url := testenv.RedisURL(t)
+	bin := buildCLI(t)
+	tmp := t.TempDir()
+	env := append(os.Environ(), "IDEM_REDIS_URL="+url, "TMPDIR="+tmp)
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	cases := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--scenario", "crash-after-effect", "--sink", "plain", "--no-recovery"}, exitViolation},
+		{[]string{"--scenario", "gc-pause", "--sink", "fenced"}, exitOK},
+	}
+	for _, c := range cases {
+		args := append([]string{"run", "--backend", "redis", "--workers", "2", "--duration", "2500ms", "--seed", "4", "--no-save"}, c.args...)
+		if code, out := run(args...); code != c.want {
+			t.Fatalf("%v: exit %d, want %d\n%s", args, code, c.want, out)
+		}
+	}
+
+	t.Run("interrupt", func(t *testing.T) {
+		cmd := exec.Command(bin, "run", "--backend", "redis", "--workers", "2", "--duration", "30s", "--no-save")
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for len(workerPIDs(bin)) < 2 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if n := len(workerPIDs(bin)); n < 2 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("%d workers running, want 2", n)
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("coordinator did not exit within 15s of SIGINT")
+		}
+		if pids := workerPIDs(bin); len(pids) > 0 {
+			t.Fatalf("workers left running after SIGINT: %v", pids)
+		}
+		left, _ := filepath.Glob(filepath.Join(tmp, "idembench-workers-*"))
+		if len(left) > 0 {
+			t.Fatalf("temporary directories left: %v", left)
+		}
+	})
+}
+
+// workerPIDs lists the running worker processes of binary bin.
+func workerPIDs(bin string) []string {
+	var pids []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && args[0] == bin && args[1] == "worker" {
+			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
+				continue // a zombie is gone
+			}
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}

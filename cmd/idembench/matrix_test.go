@@ -25,6 +25,8 @@ func TestMatrixExpectations(t *testing.T) {
 		{cfgPlain, faultNet, "", obsSafe},
 		{cfgFenced, faultCrash, "", obsUnsafe},
 		{cfgFenced, faultPause, "", obsSafe},
+		{cfgFenced, faultPause, "worker processes", obsUnsafe},
+		{cfgRecovery, faultPause, "worker processes", obsSafe},
 		{cfgRecovery, faultCrash, "", obsSafe},
 		{cfgRecovery, faultRestart, "redis no persistence", obsUnsafe},
 		{cfgRecovery, faultRestart, "redis aof always", obsSafe},

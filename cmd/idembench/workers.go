@@ -386,6 +386,7 @@ func (co *coordinator) assemble(ctx context.Context, streams []string, lr ledger
 	fps := map[string]string{}
 	seen := map[[2]string]struct{}{}   // effects recorded
 	called := map[[2]string]struct{}{} // executions a recorded call names
+	gaveUp := map[gaveUpKey]struct{}{}
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Key != "" {
@@ -398,6 +399,11 @@ func (co *coordinator) assemble(ctx context.Context, streams []string, lr ledger
 			if op.Exec != "" && clientOf(op.Exec) == op.Client {
 				// The execution's own call (a replay names it too).
 				called[[2]string{op.Key, op.Exec}] = struct{}{}
+			}
+			if op.Outcome == history.Unknown {
+				// A call the client gave up on (timeout): it stands for
+				// whatever execution it started.
+				gaveUp[gaveUpKey{op.Key, op.Client}] = struct{}{}
 			}
 			if _, ok := fps[op.Key]; !ok && op.Outcome != history.Mismatch {
 				fps[op.Key] = op.FP
@@ -423,7 +429,8 @@ func (co *coordinator) assemble(ctx context.Context, streams []string, lr ledger
 				Token: e.Token, Exec: e.Exec, Call: e.At, Return: history.NoReturn, Applied: true,
 				Err: "acknowledgement lost with its worker; found in the backend ledger"})
 		}
-		if _, ok := called[id]; !ok {
+		_, covered := gaveUp[gaveUpKey{e.Key, clientOf(e.Exec)}]
+		if _, ok := called[id]; !ok && !covered {
 			// Its call was in flight when its worker was killed (the
 			// worker saves its history before it dies, while its other
 			// clients go on for a moment): the client never got an
@@ -441,6 +448,11 @@ func (co *coordinator) assemble(ctx context.Context, streams []string, lr ledger
 		return applied, true
 	})
 	return h, led.Stats(), nil
+}
+
+type gaveUpKey struct {
+	key    string
+	client int
 }
 
 // clientOf parses the client id out of an execution id "<client>.<seq>".

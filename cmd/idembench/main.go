@@ -9,6 +9,9 @@
 //	idembench run --engine naive/check-then-act --scenario duplicates
 //	idembench run --scenario ./my-scenario.yaml --duration 30s --clients 64 --seed 7
 //	idembench check idembench-out/20260101-120000.000   # re-check a saved run offline
+//	idembench run --backend postgres --sink tx --scenario crash-after-effect
+//	idembench run --backend redis --workers 4 --scenario gc-pause --sink plain   # SIGSTOP'ed worker: exit 1
+//	idembench matrix --quick --out matrix-out           # the safety matrix, expected vs observed
 //
 // run prints the verdict, the calls per outcome, throughput (the driver's
 // recorded operations per second and completed calls per second), latency

@@ -31,6 +31,7 @@ type runCmd struct {
 	MinThroughput float64       `help:"Exit 4 when fewer calls per second complete (0: not checked)." placeholder:"CALLS/S"`
 	MaxErrorRate  float64       `help:"Exit 4 when a larger fraction of calls ends without a final answer (0: not checked)." placeholder:"RATIO"`
 	Workers       int           `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs); 0 runs them in this process."`
+	backendFaultFlags
 }
 
 func (c *runCmd) Run(ctx context.Context, std stdio) error {
@@ -64,6 +65,14 @@ func (c *runCmd) Run(ctx context.Context, std stdio) error {
 		Thresholds:   reports.Thresholds{MaxP99: c.MaxP99, MinThroughput: c.MinThroughput, MaxErrorRate: c.MaxErrorRate},
 	}
 	fmt.Fprintf(std.out, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sc.Name, c.Backend, c.Engine, c.Sink, seed)
+	if c.backendFaultFlags.any() {
+		bf, stop, err := c.backendFaultFlags.open(ctx, c.Backend)
+		defer stop()
+		if err != nil {
+			return err
+		}
+		sp.BackendFaults = bf
+	}
 	var o *runOutcome
 	switch {
 	case c.Workers < 0:

@@ -195,6 +195,7 @@ func (co *coordinator) start(ctx context.Context, wg *sync.WaitGroup, i int, d t
 	left := d - time.Since(co.t0)
 	ws := co.base
 	ws.Index = i
+	ws.Header.Process = i + 1
 	ws.ClientBase = co.nextBase
 	co.nextBase += ws.Clients + 64 // room for the probe's clients
 	ws.Duration = left

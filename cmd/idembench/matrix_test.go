@@ -22,7 +22,10 @@ func TestMatrixExpectations(t *testing.T) {
 		{cfgPlain, faultCrash, "", obsUnsafe},
 		{cfgPlain, faultPause, "", obsUnsafe},
 		{cfgPlain, faultDup, "", obsSafe},
-		{cfgPlain, faultNet, "", obsSafe},
+		{cfgPlain, faultNet, "", obsUnsafe},
+		{cfgRecovery, faultNet, "", obsSafe},
+		{cfgFenced, faultRestart, "redis aof always", obsUnsafe},
+		{cfgFenced, faultRestart, "postgres", obsUnsafe},
 		{cfgFenced, faultCrash, "", obsUnsafe},
 		{cfgFenced, faultPause, "", obsSafe},
 		{cfgFenced, faultPause, "worker processes", obsUnsafe},
@@ -39,6 +42,9 @@ func TestMatrixExpectations(t *testing.T) {
 		if got := expected(c.config, c.fault, c.variant); got != c.want {
 			t.Errorf("%s × %s %s: expected %s, want %s", c.config, c.fault, c.variant, got, c.want)
 		}
+	}
+	if byChance(cfgFenced, faultCrash, "") || !byChance(cfgFenced, faultNet, "") || byChance(cfgPlain, faultRestart, "redis no persistence") {
+		t.Error("byChance: crash after effect and Redis without persistence are always caught; network loss only by chance")
 	}
 	m := &matrixCmd{Quick: true, Backends: []string{backendMemory, backendRedis, backendPostgres}}
 	for _, cell := range m.cells(&privateServers{}) {

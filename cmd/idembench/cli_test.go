@@ -41,7 +41,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{"unknown scenario", []string{"run", "--scenario", "nope"}, exitUsage, "no built-in scenario"},
 		{"unknown engine", []string{"run", "--engine", "naive/nope"}, exitUsage, "--engine"},
 		{"bad backend", []string{"run", "--backend", "mongo"}, exitUsage, "backend"},
-		{"tx sink", []string{"run", "--sink", "tx", "--duration", "100ms"}, exitUsage, "not yet supported"},
+		{"tx sink on memory", []string{"run", "--sink", "tx", "--duration", "100ms"}, exitUsage, "needs --backend postgres"},
 		{"unknown flag", []string{"run", "--frobnicate"}, exitUsage, "frobnicate"},
 		{"check missing", []string{"check", filepath.Join(work, "missing")}, exitUsage, "missing"},
 		{"check pass", []string{"check", filepath.Join(work, "pass")}, exitOK, "verdict: OK"},

@@ -1,0 +1,220 @@
+//go:build unix
+
+package servers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// exitTimeout bounds every wait for a signalled server to exit.
+const exitTimeout = 15 * time.Second
+
+// proc is one started server process, the leader of its own process group.
+// A goroutine reaps it; done is closed once it has been reaped.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // cmd.Wait's result; read only after done is closed
+	log  string
+}
+
+// startProc starts bin with args in dir, its stdout and stderr appended to
+// logPath, in a new process group that receives SIGKILL when this process
+// dies (Linux). cred, when non-nil, runs it as another user.
+//
+// The child is forked from a fresh goroutine: on Linux the parent-death
+// signal fires when the forking OS thread exits, and a new goroutine is never
+// locked to a thread that might exit early (runtime.LockOSThread).
+func startProc(bin string, args []string, dir, logPath string, cred *syscall.Credential) (*proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("servers: open log: %w", err)
+	}
+	defer logf.Close() // the child holds its own copy
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = sysProcAttr(cred)
+	started := make(chan error, 1)
+	go func() { started <- cmd.Start() }()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("servers: start %s: %w", bin, err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// pid returns the process id, which is also the process group id.
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// exited reports whether the process has exited and been reaped.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// signal sends sig to the leader only. It is a no-op once the leader has
+// been reaped (os.Process guards against PID reuse).
+func (p *proc) signal(sig syscall.Signal) {
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// signalGroup sends sig to the whole process group. It does nothing once the
+// leader has been reaped: then the group id may in principle be reused.
+func (p *proc) signalGroup(sig syscall.Signal) {
+	if !p.exited() {
+		_ = killGroup(p.pid(), sig)
+	}
+}
+
+// waitExit waits up to d for the leader to exit and be reaped.
+func (p *proc) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// kill sends SIGKILL to the process group and waits until the leader has been
+// reaped and (bounded by exitTimeout) every other process of the server is
+// gone (see waitGone). It does
+// nothing if the leader had already been reaped: its group was then waited
+// for by an earlier kill, or it died on its own and its group id may no
+// longer be ours.
+func (p *proc) kill() error {
+	if p.exited() {
+		return nil
+	}
+	p.signalGroup(syscall.SIGKILL)
+	if !p.waitExit(exitTimeout) {
+		return fmt.Errorf("servers: process %d did not exit after SIGKILL", p.pid())
+	}
+	return p.waitGone(exitTimeout)
+}
+
+// shutdown sends sig to the leader (a server's own shutdown signal) and
+// waits for it and every other process of the server to exit (see
+// waitGone), escalating to kill after exitTimeout. It does nothing if the leader had already been reaped.
+func (p *proc) shutdown(sig syscall.Signal) error {
+	if p.exited() {
+		return nil
+	}
+	p.signal(sig)
+	if !p.waitExit(exitTimeout) {
+		return p.kill()
+	}
+	return p.waitGone(exitTimeout)
+}
+
+// waitGone polls until no process of the group and none working in the
+// server's directory is left (zombies aside), or d passes; then it kills
+// the stragglers one by one and reports them. It is called after the leader
+// was reaped, within seconds, so the group id cannot have been reused yet.
+func (p *proc) waitGone(d time.Duration) error {
+	return waitLeftovers(p.pid(), p.cmd.Dir, d)
+}
+
+// waitLeftovers is waitGone for a group and directory.
+func waitLeftovers(pgid int, dir string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		left := leftovers(pgid, dir)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return fmt.Errorf("servers: processes %v of %s still alive after %s; killed", left, dir, d)
+		}
+		time.Sleep(wait)
+	}
+}
+
+// inDir reports whether path is dir or inside it. A working directory that
+// was removed reads as "PATH (deleted)" in /proc.
+func inDir(path, dir string) bool {
+	path = strings.TrimSuffix(path, " (deleted)")
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// logTail returns the last lines of the server's log for error messages.
+func (p *proc) logTail() string { return tailFile(p.log, 2048) }
+
+// tailFile returns up to max trailing bytes of path, trimmed, or "".
+func tailFile(path string, max int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > max {
+		_, _ = f.Seek(st.Size()-max, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	if i := bytes.IndexByte(b, '\n'); i >= 0 && int64(len(b)) == max {
+		b = b[i+1:] // drop the partial first line
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// errExited is returned while waiting for a server that exited on its own.
+var errExited = errors.New("server process exited during start-up")
+
+// pollReady calls ready until it returns nil, the process exits, or ctx is
+// done. Retries back off from 10 to 100 milliseconds.
+func pollReady(ctx context.Context, p *proc, ready func(ctx context.Context) error) error {
+	var last error
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		if p.exited() {
+			return errExited
+		}
+		if last = ready(ctx); last == nil {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (last attempt: %v)", context.Cause(ctx), last)
+		case <-p.done:
+			t.Stop()
+			return errExited
+		case <-t.C:
+		}
+	}
+}
+
+// withStartTimeout bounds ctx by d when it has no deadline of its own.
+func withStartTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

@@ -39,6 +39,8 @@ type runSpec struct {
 	CheckTimeout time.Duration
 	// Thresholds are the performance limits (exit 4 when missed).
 	Thresholds reports.Thresholds
+	// Progress shows the run's progress while it runs; nil shows nothing.
+	Progress *progress
 }
 
 // runOutcome is what a run produced.
@@ -110,7 +112,10 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 		LeaseTTL: cfg.Engine.LeaseTTL,
 		Options:  options(sp, cfg, recovery),
 	}
+	cfg.Recorder = history.NewRecorder() // shared with the progress line
+	stopProgress := sp.Progress.watch(cfg.Recorder, sink.Ledger(), cfg.Duration)
 	res, err := workload.Run(ctx, cfg)
+	stopProgress()
 	if err != nil {
 		if errors.Is(err, workload.ErrConfig) {
 			return nil, usageErr("%v", err)

@@ -47,7 +47,9 @@ type compareResult struct {
 }
 
 func (c *compareCmd) Run(ctx context.Context, std stdio, g *globals) error {
-	text := textOut(std, g)
+	// stdout holds the table (or its JSON) alone; what happens on the way
+	// goes to stderr.
+	text := std.err
 	var results []compareResult
 	var out string
 	var err error

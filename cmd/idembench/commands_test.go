@@ -143,6 +143,19 @@ func TestCompareSinks(t *testing.T) {
 	}
 }
 
+// TestCompareThreshold: a threshold no run can meet exits 4 and names the
+// figure and the limit.
+func TestCompareThreshold(t *testing.T) {
+	r := runCLI(t, "compare", "--scenario", "duplicates", "--duration", "300ms", "--seed", "3",
+		"--min-throughput", "1e12", "--out", t.TempDir(), "--no-progress")
+	if r.code != exitThreshold {
+		t.Fatalf("exit %d, want %d\nstderr: %s", r.code, exitThreshold, r.err)
+	}
+	if !strings.Contains(r.err, "threshold missed: throughput") || !strings.Contains(r.err, "below the minimum") {
+		t.Fatalf("stderr does not name the figure and the threshold:\n%s", r.err)
+	}
+}
+
 func TestCompareUsage(t *testing.T) {
 	cases := []struct {
 		name string

@@ -30,6 +30,10 @@ type compareCmd struct {
 	RedisURL     string        `help:"Redis URL (default: $IDEM_REDIS_URL, else redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
 	PostgresURL  string        `help:"PostgreSQL URL (default: $IDEM_POSTGRES_URL, else postgres://postgres:postgres@127.0.0.1:5432/test)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
 	CheckTimeout time.Duration `help:"Budget of each run's linearizability check." default:"30s"`
+	// The thresholds of run, applied to every run (exit 4 when one is missed).
+	MaxP99        time.Duration `help:"Exit 4 when a run's p99 latency is above this (0: not checked)." name:"max-p99"`
+	MinThroughput float64       `help:"Exit 4 when a run completes fewer calls per second (0: not checked)." placeholder:"CALLS/S"`
+	MaxErrorRate  float64       `help:"Exit 4 when a larger fraction of a run's calls ends without a final answer (0: not checked)." placeholder:"RATIO"`
 }
 
 // compareConfig is one configuration of a comparison.
@@ -163,8 +167,8 @@ func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *g
 	if err != nil {
 		return nil, "", usageErr("--scenario: %v", err)
 	}
-	if c.Duration < 0 || c.Clients < 0 {
-		return nil, "", usageErr("--duration and --clients must not be negative")
+	if c.Duration < 0 || c.Clients < 0 || c.MaxP99 < 0 || c.MinThroughput < 0 || c.MaxErrorRate < 0 || c.MaxErrorRate > 1 {
+		return nil, "", usageErr("--duration, --clients and the thresholds must not be negative (and --max-error-rate at most 1)")
 	}
 	cfgs, skipped, err := c.configs()
 	if err != nil {
@@ -189,6 +193,7 @@ func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *g
 			Seed: seed, Duration: c.Duration, Clients: c.Clients, Rate: c.Rate,
 			Out: dir, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 			CheckTimeout: c.CheckTimeout,
+			Thresholds:   reports.Thresholds{MaxP99: c.MaxP99, MinThroughput: c.MinThroughput, MaxErrorRate: c.MaxErrorRate},
 			Progress:     newProgress(std.err, g.NoProgress, fmt.Sprintf("[%d/%d] %s", i+1, len(cfgs), label)),
 		}
 		u := resolveBackendURLs(&sp)
@@ -212,6 +217,12 @@ func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *g
 		r.Run, r.Code = &run, verdictCode(o.Report.Verdict)
 		fmt.Fprintf(text, "[%d/%d] %s: verdict %s · %.0f calls/s · p99 %s · %s\n", i+1, len(cfgs), label,
 			strings.ToUpper(string(o.Report.Verdict)), o.Summary.ThroughputPerS, msDur(o.Summary.Latency.Overall.P99Ms), dir)
+		for _, m := range missesOf(o.Summary) {
+			fmt.Fprintf(text, "[%d/%d] %s: threshold missed: %s\n", i+1, len(cfgs), label, m.Reason)
+			if r.Code == exitOK {
+				r.Code = exitThreshold
+			}
+		}
 		results = append(results, r)
 	}
 	return append(results, skipped...), out, nil
@@ -236,6 +247,8 @@ func compareErr(results []compareResult) error {
 	for _, r := range results {
 		switch {
 		case r.Code == exitOK:
+		case r.Code == exitThreshold:
+			bad = append(bad, r.Label+": threshold missed")
 		case r.Run != nil:
 			bad = append(bad, r.Label+": verdict "+r.Run.Summary.Verdict)
 		default:

@@ -60,12 +60,14 @@ after the other (every --backends × --engines × --sinks combination), then
 prints the side-by-side table (verdict, violations, calls, throughput,
 error rate, p50/p99/p99.9/max latency) and writes compare.md and the
 overlaid plots compare-latency.png/.svg and compare-throughput.png/.svg
-into --out, with one run directory per configuration. With run directories
+into --out, with one run directory per configuration (the progress of the
+runs goes to stderr, the table alone to stdout). With run directories
 as arguments it compares those saved runs instead of running.
 
 The exit code is the worst of the runs: 1 if any run has a safety
 violation, else 2 if a configuration could not run, else 5 if a backend
-was unreachable, else 3 if a check was inconclusive, else 0.
+was unreachable, else 3 if a check was inconclusive, else 4 if a run
+missed a threshold (--max-p99, --min-throughput, --max-error-rate), else 0.
 
 Examples:
 

@@ -9,6 +9,14 @@
 //	idembench run --engine naive/check-then-act --scenario duplicates
 //	idembench run --scenario ./my-scenario.yaml --duration 30s --clients 64 --seed 7
 //	idembench check idembench-out/20260101-120000.000   # re-check a saved run offline
+//	idembench report idembench-out/20260101-120000.000  # rebuild its reports from history.jsonl
+//	idembench compare --backends memory,redis,postgres --duration 5s --out cmp
+//	idembench compare --sinks fenced,plain --scenario gc-pause   # plain is caught (exit 1)
+//	idembench scenarios                              # the catalog, one line each
+//
+// Every command takes --json (stdout: one JSON document; text to stderr).
+// --backend redis|postgres without a URL uses IDEM_REDIS_URL /
+// IDEM_POSTGRES_URL, else the docker-compose.yml servers.
 //
 // run prints the verdict, the calls per outcome, throughput (the driver's
 // recorded operations per second and completed calls per second), latency

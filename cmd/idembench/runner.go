@@ -35,12 +35,12 @@ type runSpec struct {
 	Out         string        // run directory; empty writes nothing
 	RedisURL    string
 	PostgresURL string
+	// Progress shows the run's progress while it runs; nil shows nothing.
+	Progress *progress
 	// CheckTimeout is the checker's linearizability budget.
 	CheckTimeout time.Duration
 	// Thresholds are the performance limits (exit 4 when missed).
 	Thresholds reports.Thresholds
-	// Progress shows the run's progress while it runs; nil shows nothing.
-	Progress *progress
 }
 
 // runOutcome is what a run produced.

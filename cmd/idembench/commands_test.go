@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,17 +27,15 @@ func runCLI(t *testing.T, args ...string) cliResult {
 	return cliResult{code: code, stdout: out.String(), err: errb.String()}
 }
 
-// savedRuns writes two short memory runs of the duplicates scenario, one
-// safe and one with a known-bad engine, once for the package's tests.
-var savedRuns = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "idembench-cmd-test-")
-	if err != nil {
-		return "", err
-	}
+// runDirs writes two short memory runs of the duplicates scenario into a
+// temporary directory: one safe, one with a known-bad engine (violation).
+func runDirs(t *testing.T) (ok, bad string) {
+	t.Helper()
 	sc, err := scenarios.Load("duplicates")
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
+	dir := t.TempDir()
 	for name, engine := range map[string]string{"ok": engineIdem, "bad": "naive/cache-on-success"} {
 		_, err := execute(context.Background(), runSpec{
 			Scenario: sc, ScenarioArg: "duplicates", Backend: backendMemory, Engine: engine,
@@ -46,24 +43,10 @@ var savedRuns = sync.OnceValues(func() (string, error) {
 			Out: filepath.Join(dir, name), CheckTimeout: time.Minute,
 		})
 		if err != nil {
-			return "", err
+			t.Fatal(err)
 		}
 	}
-	return dir, nil
-})
-
-// runDirs returns a copy of the saved runs that the test may modify.
-func runDirs(t *testing.T) (ok, bad string) {
-	t.Helper()
-	src, err := savedRuns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := t.TempDir()
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dst, "ok"), filepath.Join(dst, "bad")
+	return filepath.Join(dir, "ok"), filepath.Join(dir, "bad")
 }
 
 func TestReportRegenerates(t *testing.T) {

@@ -19,7 +19,7 @@ type checkCmd struct {
 	Visualize string        `help:"Directory for the Porcupine HTML of failing keys (default: <run dir>/violations for a run directory; none for a file)." placeholder:"DIR"`
 }
 
-func (c *checkCmd) Run(ctx context.Context, std stdio) error {
+func (c *checkCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	file, vis := c.Path, c.Visualize
 	fi, err := os.Stat(c.Path)
 	if err != nil {
@@ -46,12 +46,16 @@ func (c *checkCmd) Run(ctx context.Context, std stdio) error {
 	rep := checker.Check(h, checker.Options{Timeout: c.Timeout, VisualizeDir: vis})
 	s := reports.NewSummary(reports.Measure(h, reports.MeasureOptions{}), &rep, reports.Options{})
 	hd := h.Header
-	fmt.Fprintf(std.out, "idembench check: %s\n", file)
-	fmt.Fprintf(std.out, "run: scenario %s · backend %s · engine %s · seed %d · %s\n", hd.Scenario, hd.Backend, hd.Engine, hd.Seed, hd.Tool)
-	printCounts(std.out, s, h)
-	fmt.Fprintf(std.out, "effects: %d\n", s.Counts.Effects)
-	printLatency(std.out, s)
-	printVerdict(std.out, rep)
+	text := textOut(std, g)
+	fmt.Fprintf(text, "idembench check: %s\n", file)
+	fmt.Fprintf(text, "run: scenario %s · backend %s · engine %s · seed %d · %s\n", hd.Scenario, hd.Backend, hd.Engine, hd.Seed, hd.Tool)
+	printCounts(text, s, h)
+	fmt.Fprintf(text, "effects: %d\n", s.Counts.Effects)
+	printLatency(text, s)
+	printVerdict(text, rep)
+	if err := writeSummaryJSON(std, g, s); err != nil {
+		return err
+	}
 	if code := verdictCode(rep.Verdict); code != exitOK {
 		return &exitError{code: code, err: fmt.Errorf("verdict %s", rep.Verdict)}
 	}

@@ -12,6 +12,14 @@
 //	idembench run --backend postgres --sink tx --scenario crash-after-effect
 //	idembench run --backend redis --workers 4 --scenario gc-pause --sink plain   # SIGSTOP'ed worker: exit 1
 //	idembench matrix --quick --out matrix-out           # the safety matrix, expected vs observed
+//	idembench report idembench-out/20260101-120000.000  # rebuild its reports from history.jsonl
+//	idembench compare --backends memory,redis,postgres --duration 5s --out cmp
+//	idembench compare --sinks fenced,plain --scenario gc-pause   # plain is caught (exit 1)
+//	idembench scenarios                              # the catalog, one line each
+//
+// Every command takes --json (stdout: one JSON document; text to stderr).
+// --backend redis|postgres without a URL uses IDEM_REDIS_URL /
+// IDEM_POSTGRES_URL, else the docker-compose.yml servers.
 //
 // run prints the verdict, the calls per outcome, throughput (the driver's
 // recorded operations per second and completed calls per second), latency
@@ -63,10 +71,20 @@ const (
 var version = "dev"
 
 type cli struct {
-	Run    runCmd    `cmd:"" default:"withargs" help:"Run a scenario against an engine configuration, check the history and report."`
-	Check  checkCmd  `cmd:"" help:"Re-check a saved history (a run directory or a history.jsonl file) offline."`
-	Matrix matrixCmd `cmd:"" help:"Run the safety matrix (configuration × fault) and compare each cell with its expected verdict."`
-	Worker workerCmd `cmd:"" hidden:"" help:"One worker process of run --workers (internal)."`
+	globals
+	Run       runCmd       `cmd:"" default:"withargs" help:"Run a scenario against an engine configuration, check the history and report."`
+	Check     checkCmd     `cmd:"" help:"Re-check a saved history (a run directory or a history.jsonl file) offline."`
+	Report    reportCmd    `cmd:"" help:"Rebuild summary.json, report.md, report.html and the plots of a run directory from its history.jsonl."`
+	Compare   compareCmd   `cmd:"" help:"Run one scenario and seed against several backends, sinks or engines (or load saved runs) and compare them side by side."`
+	Scenarios scenariosCmd `cmd:"" help:"List the built-in scenarios, one line each."`
+	Matrix    matrixCmd    `cmd:"" help:"Run the safety matrix (configuration × fault) and compare each cell with its expected verdict."`
+	Worker    workerCmd    `cmd:"" hidden:"" help:"One worker process of run --workers (internal)."`
+}
+
+// globals are the flags every subcommand takes.
+type globals struct {
+	JSON       bool `help:"Print machine-readable JSON on stdout (run, report: summary.json; check: the verdict; compare: the table; scenarios: the list); human-readable text goes to stderr." name:"json"`
+	NoProgress bool `help:"Do not show the live progress line (on a terminal) or the periodic progress lines (otherwise) on stderr." name:"no-progress"`
 }
 
 // exitError carries an exit code up to main.
@@ -132,7 +150,7 @@ func realMain(ctx context.Context, args []string, std stdio) int {
 		fmt.Fprintln(std.err, "idembench:", err)
 		return exitUsage
 	}
-	err = kctx.Run()
+	err = kctx.Run(&c.globals)
 	if err == nil {
 		return exitOK
 	}

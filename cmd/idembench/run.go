@@ -15,8 +15,8 @@ import (
 type runCmd struct {
 	Scenario      string        `help:"Built-in scenario name or path to a scenario YAML file (built-in: ${scenarios})." default:"default" placeholder:"NAME|FILE"`
 	Backend       string        `help:"Store backend: memory, redis or postgres." default:"memory" enum:"memory,redis,postgres"`
-	RedisURL      string        `help:"Redis URL for --backend redis." env:"IDEM_REDIS_URL" placeholder:"URL"`
-	PostgresURL   string        `help:"PostgreSQL URL for --backend postgres." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
+	RedisURL      string        `help:"Redis URL for --backend redis (default: $IDEM_REDIS_URL, else the docker-compose.yml server redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
+	PostgresURL   string        `help:"PostgreSQL URL for --backend postgres (default: $IDEM_POSTGRES_URL, else the docker-compose.yml server postgres://postgres:postgres@127.0.0.1:5432/test)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
 	Engine        string        `help:"Engine under test: idem (the reference engine) or a known-bad design: ${naive}." default:"idem" placeholder:"NAME"`
 	Sink          string        `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (Postgres transactional mode)." default:"fenced" enum:"plain,fenced,tx"`
 	Recovery      bool          `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
@@ -34,7 +34,7 @@ type runCmd struct {
 	backendFaultFlags
 }
 
-func (c *runCmd) Run(ctx context.Context, std stdio) error {
+func (c *runCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	sc, err := scenarios.Load(c.Scenario)
 	if err != nil {
 		return usageErr("--scenario: %v", err)
@@ -63,8 +63,11 @@ func (c *runCmd) Run(ctx context.Context, std stdio) error {
 		Out: out, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 		CheckTimeout: c.CheckTimeout,
 		Thresholds:   reports.Thresholds{MaxP99: c.MaxP99, MinThroughput: c.MinThroughput, MaxErrorRate: c.MaxErrorRate},
+		Progress:     newProgress(std.err, g.NoProgress, ""),
 	}
-	fmt.Fprintf(std.out, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sc.Name, c.Backend, c.Engine, c.Sink, seed)
+	u := resolveBackendURLs(&sp)
+	text := textOut(std, g)
+	fmt.Fprintf(text, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sc.Name, c.Backend, c.Engine, c.Sink, seed)
 	if c.backendFaultFlags.any() {
 		bf, stop, err := c.backendFaultFlags.open(ctx, c.Backend)
 		defer stop()
@@ -83,9 +86,12 @@ func (c *runCmd) Run(ctx context.Context, std stdio) error {
 		o, err = execute(ctx, sp)
 	}
 	if err != nil {
+		return withBackendHint(err, c.Backend, u)
+	}
+	printRun(text, o)
+	if err := writeSummaryJSON(std, g, o.Summary); err != nil {
 		return err
 	}
-	printRun(std.out, o)
 	code := verdictCode(o.Report.Verdict)
 	if code == exitOK && len(missesOf(o.Summary)) > 0 {
 		code = exitThreshold

@@ -35,6 +35,8 @@ type runSpec struct {
 	Out         string        // run directory; empty writes nothing
 	RedisURL    string
 	PostgresURL string
+	// Progress shows the run's progress while it runs; nil shows nothing.
+	Progress *progress
 	// CheckTimeout is the checker's linearizability budget.
 	CheckTimeout time.Duration
 	// Thresholds are the performance limits (exit 4 when missed).
@@ -116,7 +118,10 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 		LeaseTTL: cfg.Engine.LeaseTTL,
 		Options:  options(sp, cfg, recovery),
 	}
+	cfg.Recorder = history.NewRecorder() // shared with the progress line
+	stopProgress := sp.Progress.watch(cfg.Recorder, sink.Ledger(), cfg.Duration)
 	res, err := workload.Run(ctx, cfg)
+	stopProgress()
 	if err != nil {
 		if errors.Is(err, workload.ErrConfig) {
 			return nil, usageErr("%v", err)

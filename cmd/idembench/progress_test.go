@@ -1,0 +1,84 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/workload"
+)
+
+// TestProgressLines drives the progress reporter with an injected clock:
+// off a terminal it logs one plain line every 5 s; on a terminal it redraws
+// one line in place at every tick and clears it at the end.
+func TestProgressLines(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name      string
+		tty       bool
+		ticks     int // one every 250 ms, for 12 s
+		wantLines int // newline-terminated lines
+		wantDraws int // in-place redraws
+		contains  []string
+	}{
+		{"plain", false, 48, 2, 0, []string{"idembench: 5s / 10s · 200 calls/s · 1000 calls", "10s / 10s", "no double execution so far"}},
+		{"terminal", true, 48, 0, 48, []string{"\r\x1b[K", "calls/s", "drain and liveness probe", "3 keys double-applied so far"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			p := &progress{w: &b, tty: c.tty, now: func() time.Time { return t0 }}
+			p.begin(t0, 10*time.Second)
+			for i := 1; i <= c.ticks; i++ {
+				// 50 calls (and 10 effects) per tick: 200 calls/s.
+				s := liveStats{Ops: 60 * i, Effects: 10 * i}
+				if i > 40 {
+					s.Doubled = 3
+				}
+				p.tick(t0.Add(time.Duration(i)*progressRedraw), s)
+			}
+			p.end()
+			got := b.String()
+			if n := strings.Count(got, "\n"); n != c.wantLines {
+				t.Errorf("%d lines, want %d:\n%q", n, c.wantLines, got)
+			}
+			if n := strings.Count(got, "\r\x1b[K"); n != c.wantDraws+boolToInt(c.tty) {
+				t.Errorf("%d redraws, want %d (plus the final clear)", n, c.wantDraws)
+			}
+			if c.tty && !strings.HasSuffix(got, "\r\x1b[K") {
+				t.Errorf("the terminal line is not cleared at the end: %q", got[max(0, len(got)-40):])
+			}
+			for _, want := range c.contains {
+				if !strings.Contains(got, want) {
+					t.Errorf("output lacks %q:\n%q", want, got)
+				}
+			}
+		})
+	}
+}
+
+func boolToInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestProgressWatchStops: watch's goroutine ends when stop is called (the
+// package's goleak check would catch it otherwise), and a nil progress does
+// nothing.
+func TestProgressWatchStops(t *testing.T) {
+	var nilP *progress
+	nilP.watch(history.NewRecorder(), workload.NewLedger(), time.Second)()
+
+	var b strings.Builder
+	p := &progress{w: &b, tty: true, now: time.Now}
+	stop := p.watch(history.NewRecorder(), workload.NewLedger(), time.Second)
+	time.Sleep(3 * progressRedraw / 2)
+	stop()
+	stop() // idempotent
+	if got := b.String(); !strings.Contains(got, "calls/s") || !strings.HasSuffix(got, "\r\x1b[K") {
+		t.Fatalf("want one drawn line, cleared: %q", got)
+	}
+}

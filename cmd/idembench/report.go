@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/reports"
+)
+
+// reportCmd is `idembench report DIR`.
+type reportCmd struct {
+	Dir     string        `arg:"" help:"A run directory holding history.jsonl (and usually summary.json)." placeholder:"DIR" type:"existingdir"`
+	Recheck bool          `help:"Run the checker again instead of keeping the verdict stored in summary.json; the exit code is then the verdict's."`
+	Timeout time.Duration `help:"Budget of the linearizability check under --recheck; when it runs out the verdict is inconclusive." default:"30s"`
+}
+
+func (c *reportCmd) Run(ctx context.Context, std stdio, g *globals) error {
+	if _, err := os.Stat(filepath.Join(c.Dir, reports.HistoryFile)); err != nil {
+		return usageErr("report %s: no %s in the directory (%v)", c.Dir, reports.HistoryFile, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	opts := reports.RegenerateOptions{
+		Recheck: c.Recheck,
+		Check:   checker.Options{Timeout: c.Timeout, VisualizeDir: filepath.Join(c.Dir, "violations")},
+	}
+	s, err := reports.Regenerate(c.Dir, opts)
+	if err != nil {
+		return usageErr("report %s: %v", c.Dir, err)
+	}
+	text := textOut(std, g)
+	how := "verdict kept from summary.json"
+	if c.Recheck {
+		how = "re-checked"
+	}
+	fmt.Fprintf(text, "idembench report: %s\n", c.Dir)
+	fmt.Fprintf(text, "run: scenario %s · backend %s · engine %s · seed %d\n", s.Scenario, s.Backend, s.Engine, s.Seed)
+	fmt.Fprintf(text, "verdict: %s (%s) · %d calls · %.0f calls/s · p99 %s\n",
+		strings.ToUpper(s.Verdict), how, s.Counts.Calls, s.ThroughputPerS, msDur(s.Latency.Overall.P99Ms))
+	for _, m := range missesOf(s) {
+		fmt.Fprintf(text, "threshold missed: %s\n", m.Reason)
+	}
+	fmt.Fprintf(text, "wrote: %s\n", strings.Join(reportFiles(), ", "))
+	if err := writeSummaryJSON(std, g, s); err != nil {
+		return err
+	}
+	if c.Recheck {
+		if code := verdictCodeOf(s.Verdict); code != exitOK {
+			return &exitError{code: code, err: fmt.Errorf("verdict %s", s.Verdict)}
+		}
+	}
+	return nil
+}
+
+// reportFiles names the files reports.Regenerate writes.
+func reportFiles() []string {
+	return []string{
+		reports.SummaryFile, reports.MarkdownFile, reports.HTMLFile,
+		reports.LatencyPlot + ".png", reports.LatencyPlot + ".svg",
+		reports.ThroughputPlot + ".png", reports.ThroughputPlot + ".svg",
+		reports.LatencyOverTimePlot + ".png",
+	}
+}
+
+// verdictCodeOf maps a verdict as summary.json spells it to its exit code;
+// "unchecked" passes.
+func verdictCodeOf(v string) int {
+	switch v {
+	case string(checker.VerdictViolation):
+		return exitViolation
+	case string(checker.VerdictInconclusive):
+		return exitInconclusive
+	}
+	return exitOK
+}

@@ -150,27 +150,7 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 		Clients:         cfg.Clients,
 		Replay:          replayCommand(sp, cfg),
 	}
-	copts := checker.Options{Timeout: sp.CheckTimeout}
-	if sp.Out != "" {
-		copts.VisualizeDir = filepath.Join(sp.Out, "violations")
-	}
-	out.Report = checker.Check(h, copts)
-	ropts := reports.Options{ReplayCommand: out.Replay}
-	if !sp.Thresholds.IsZero() {
-		ropts.Thresholds = &sp.Thresholds
-	}
-	if sp.Out == "" {
-		out.Summary = reports.NewSummary(reports.Measure(h, ropts.MeasureOptions), &out.Report, ropts)
-		return out, nil
-	}
-	if err := writeHistory(sp.Out, h); err != nil {
-		return out, usageErr("--out: %v", err)
-	}
-	if out.Summary, err = reports.WriteRunReport(sp.Out, h, out.Report, ropts); err != nil {
-		return out, usageErr("--out: %v", err)
-	}
-	out.Dir = sp.Out
-	return out, nil
+	return finishRun(sp, out)
 }
 
 // openStoreAndSink opens the store and builds the effect sink. --sink tx

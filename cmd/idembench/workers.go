@@ -463,8 +463,8 @@ func clientOf(exec string) int {
 	return n
 }
 
-// finishRun checks a multi-process run's history and writes its run
-// directory, as execute does for a single process.
+// finishRun checks a run's history (one process or merged from workers),
+// measures it and writes its run directory when sp.Out is set.
 func finishRun(sp runSpec, out *runOutcome) (*runOutcome, error) {
 	h := out.History
 	copts := checker.Options{Timeout: sp.CheckTimeout}

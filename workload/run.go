@@ -154,7 +154,7 @@ func (d *driver) engineOptions() []idem.Option {
 	if e.Recovery {
 		r := d.cfg.Sink.(Recoverer)
 		opts = append(opts, idem.WithRecovery(func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
-			return r.Recover(ctx, l.Key)
+			return r.Recover(ctx, l.Key, l.Token)
 		}))
 	}
 	if d.faults != nil {

@@ -36,9 +36,13 @@ type Sink interface {
 }
 
 // Recoverer is a Sink that can answer the engine's recovery question "did
-// key K's effect already happen, and what did it answer?".
+// key K's effect already happen, and what did it answer?". token is the
+// fencing token of the lease that asks (the one taking over). A sink whose
+// apply is not one atomic step must first raise its fence to token and only
+// then look ("fence, then look"): a paused holder caught in the middle of its
+// apply is then either waited out and found, or rejected afterwards.
 type Recoverer interface {
-	Recover(ctx context.Context, key string) (resp idem.Response, done bool, err error)
+	Recover(ctx context.Context, key string, token idem.Token) (resp idem.Response, done bool, err error)
 }
 
 // TxSink is a Sink whose effects commit in the same transaction as the
@@ -123,8 +127,10 @@ func (s *fencedSink) Apply(ctx context.Context, e Effect) (bool, error) {
 	return s.l.apply(e, true), nil
 }
 
-// Recover returns the response of the first applied effect of key.
-func (s *fencedSink) Recover(ctx context.Context, key string) (idem.Response, bool, error) {
+// Recover returns the response of the first applied effect of key. The
+// in-memory apply is one critical section, so no holder can be caught
+// half-way and there is no fence to raise first.
+func (s *fencedSink) Recover(ctx context.Context, key string, _ idem.Token) (idem.Response, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return idem.Response{}, false, err
 	}

@@ -50,13 +50,13 @@ func TestSinks(t *testing.T) {
 	if !ok {
 		t.Fatal("fenced sink cannot recover")
 	}
-	if _, done, _ := r.Recover(ctx, "k"); done {
+	if _, done, _ := r.Recover(ctx, "k", 1); done {
 		t.Fatal("recovered an effect that never happened")
 	}
 	fs := r.(workload.Sink)
 	fs.Apply(ctx, eff(4, "first"))
 	fs.Apply(ctx, eff(5, "second"))
-	resp, done, err := r.Recover(ctx, "k")
+	resp, done, err := r.Recover(ctx, "k", 1)
 	if err != nil || !done || string(resp.Body) != "first" {
 		t.Fatalf("recover: %q %t %v", resp.Body, done, err)
 	}

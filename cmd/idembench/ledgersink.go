@@ -100,7 +100,9 @@ func (l *redisLedger) Apply(ctx context.Context, e workload.Effect) (bool, error
 	return n == 1, nil
 }
 
-func (l *redisLedger) Recover(ctx context.Context, key string) (idem.Response, bool, error) {
+// Recover looks up the first applied effect of key. The Redis apply is one
+// script, so no holder can be caught half-way: no fence to raise first.
+func (l *redisLedger) Recover(ctx context.Context, key string, _ idem.Token) (idem.Response, bool, error) {
 	_, ls := redisLedgerKeys(key)
 	s, err := l.client.LIndex(ctx, ls, 0).Result()
 	if errors.Is(err, redis.Nil) {
@@ -205,7 +207,23 @@ func (l *pgLedger) Apply(ctx context.Context, e workload.Effect) (applied bool, 
 	return applied, nil
 }
 
-func (l *pgLedger) Recover(ctx context.Context, key string) (idem.Response, bool, error) {
+// Recover looks up the first applied effect of key. With fencing it first
+// raises the fence to token in a transaction of its own ("fence, then
+// look"): a holder stopped inside its apply transaction holds the fence row's
+// lock, so this waits until that holder commits (its effect is then found) or
+// rolls back; a holder that has not reached its apply yet is rejected later
+// by the raised fence. Looking first would miss an uncommitted apply and run
+// the effect a second time.
+func (l *pgLedger) Recover(ctx context.Context, key string, token idem.Token) (idem.Response, bool, error) {
+	if l.fenced {
+		err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+			_, err := l.st.ApplyFenced(ctx, tx, key, token)
+			return err
+		})
+		if err != nil {
+			return idem.Response{}, false, fmt.Errorf("postgres ledger: raise fence: %w", err)
+		}
+	}
 	var r idem.Response
 	err := l.pool.QueryRow(ctx, `SELECT status, body FROM `+pgEffectsTable+` WHERE key = $1 ORDER BY at LIMIT 1`, key).Scan(&r.Status, &r.Body)
 	if errors.Is(err, pgx.ErrNoRows) {

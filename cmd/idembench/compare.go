@@ -16,24 +16,21 @@ import (
 
 // compareCmd is `idembench compare`.
 type compareCmd struct {
-	Dirs         []string      `arg:"" optional:"" help:"Saved run directories to compare instead of running (each holding summary.json or history.jsonl)." placeholder:"RUN-DIR"`
-	Backends     []string      `help:"Store backends to run, in order: memory, redis, postgres." default:"memory" sep:","`
-	Sinks        []string      `help:"Effect sinks to run: plain, fenced, tx." default:"fenced" sep:","`
-	Engines      []string      `help:"Engines to run: idem or a known-bad design (${naive}); known-bad designs run on the memory backend only." default:"idem" sep:","`
-	Scenario     string        `help:"Built-in scenario name or path to a scenario YAML file (built-in: ${scenarios})." default:"default" placeholder:"NAME|FILE"`
-	Recovery     bool          `help:"Install the engine's recovery hook in every run." default:"true" negatable:""`
-	Duration     time.Duration `help:"Length of each run's traffic phase (default: the scenario's)."`
-	Clients      int           `help:"Concurrent clients per run (default: the scenario's)."`
-	Rate         float64       `help:"Open loop at this many requests per second; 0 is closed loop (default: the scenario's)." default:"-1"`
-	Seed         int64         `help:"Seed of every run (the same for all, so they see the same workload and faults); 0 picks one (printed)."`
-	Out          string        `help:"Directory for compare.md, the overlaid plots and one run directory per configuration (default: ./idembench-out/compare-<timestamp>)." placeholder:"DIR"`
-	RedisURL     string        `help:"Redis URL (default: $IDEM_REDIS_URL, else redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
-	PostgresURL  string        `help:"PostgreSQL URL (default: $IDEM_POSTGRES_URL, else postgres://postgres:postgres@127.0.0.1:5432/test)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
-	CheckTimeout time.Duration `help:"Budget of each run's linearizability check." default:"30s"`
-	// The thresholds of run, applied to every run (exit 4 when one is missed).
-	MaxP99        time.Duration `help:"Exit 4 when a run's p99 latency is above this (0: not checked)." name:"max-p99"`
-	MinThroughput float64       `help:"Exit 4 when a run completes fewer calls per second (0: not checked)." placeholder:"CALLS/S"`
-	MaxErrorRate  float64       `help:"Exit 4 when a larger fraction of a run's calls ends without a final answer (0: not checked)." placeholder:"RATIO"`
+	Dirs           []string      `arg:"" optional:"" help:"Saved run directories to compare instead of running (each holding summary.json or history.jsonl)." placeholder:"RUN-DIR"`
+	Backends       []string      `help:"Store backends to run, in order: memory, redis, postgres." default:"memory" sep:","`
+	Sinks          []string      `help:"Effect sinks to run: plain, fenced, tx." default:"fenced" sep:","`
+	Engines        []string      `help:"Engines to run: idem or a known-bad design (${naive}); known-bad designs run on the memory backend only." default:"idem" sep:","`
+	Scenario       string        `help:"Built-in scenario name or path to a scenario YAML file (built-in: ${scenarios})." default:"default" placeholder:"NAME|FILE"`
+	Recovery       bool          `help:"Install the engine's recovery hook in every run." default:"true" negatable:""`
+	Duration       time.Duration `help:"Length of each run's traffic phase (default: the scenario's)."`
+	Clients        int           `help:"Concurrent clients per run (default: the scenario's)."`
+	Rate           float64       `help:"Open loop at this many requests per second; 0 is closed loop (default: the scenario's)." default:"-1"`
+	Seed           int64         `help:"Seed of every run (the same for all, so they see the same workload and faults); 0 picks one (printed)."`
+	Out            string        `help:"Directory for compare.md, the overlaid plots and one run directory per configuration (default: ./idembench-out/compare-<timestamp>)." placeholder:"DIR"`
+	RedisURL       string        `help:"Redis URL (default: $IDEM_REDIS_URL, else redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
+	PostgresURL    string        `help:"PostgreSQL URL (default: $IDEM_POSTGRES_URL, else postgres://postgres:postgres@127.0.0.1:5432/test)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
+	CheckTimeout   time.Duration `help:"Budget of each run's linearizability check." default:"30s"`
+	thresholdFlags               // applied to every run
 }
 
 // compareConfig is one configuration of a comparison.
@@ -167,7 +164,7 @@ func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *g
 	if err != nil {
 		return nil, "", usageErr("--scenario: %v", err)
 	}
-	if c.Duration < 0 || c.Clients < 0 || c.MaxP99 < 0 || c.MinThroughput < 0 || c.MaxErrorRate < 0 || c.MaxErrorRate > 1 {
+	if c.Duration < 0 || c.Clients < 0 || !c.thresholdFlags.valid() {
 		return nil, "", usageErr("--duration, --clients and the thresholds must not be negative (and --max-error-rate at most 1)")
 	}
 	cfgs, skipped, err := c.configs()
@@ -193,7 +190,7 @@ func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *g
 			Seed: seed, Duration: c.Duration, Clients: c.Clients, Rate: c.Rate,
 			Out: dir, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 			CheckTimeout: c.CheckTimeout,
-			Thresholds:   reports.Thresholds{MaxP99: c.MaxP99, MinThroughput: c.MinThroughput, MaxErrorRate: c.MaxErrorRate},
+			Thresholds:   c.thresholds(),
 			Progress:     newProgress(std.err, g.NoProgress, fmt.Sprintf("[%d/%d] %s", i+1, len(cfgs), label)),
 		}
 		u := resolveBackendURLs(&sp)

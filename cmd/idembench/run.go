@@ -13,25 +13,41 @@ import (
 
 // runCmd is `idembench run`.
 type runCmd struct {
-	Scenario      string        `help:"Built-in scenario name or path to a scenario YAML file (built-in: ${scenarios})." default:"default" placeholder:"NAME|FILE"`
-	Backend       string        `help:"Store backend: memory, redis or postgres." default:"memory" enum:"memory,redis,postgres"`
-	RedisURL      string        `help:"Redis URL for --backend redis (default: $IDEM_REDIS_URL, else the docker-compose.yml server redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
-	PostgresURL   string        `help:"PostgreSQL URL for --backend postgres (default: $IDEM_POSTGRES_URL, else the docker-compose.yml server postgres://postgres:postgres@127.0.0.1:5432/test)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
-	Engine        string        `help:"Engine under test: idem (the reference engine) or a known-bad design: ${naive}." default:"idem" placeholder:"NAME"`
-	Sink          string        `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (Postgres transactional mode)." default:"fenced" enum:"plain,fenced,tx"`
-	Recovery      bool          `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
-	Duration      time.Duration `help:"Length of the traffic phase (default: the scenario's)."`
-	Clients       int           `help:"Concurrent clients, or workers in open loop (default: the scenario's)."`
-	Rate          float64       `help:"Open loop at this many requests per second; 0 is closed loop (default: the scenario's)." default:"-1"`
-	Seed          int64         `help:"Seed for the workload and the fault schedule; 0 picks a fresh one (printed)."`
-	Out           string        `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>)." placeholder:"DIR"`
-	NoSave        bool          `help:"Do not write the run directory." name:"no-save"`
-	CheckTimeout  time.Duration `help:"Budget of the linearizability check; when it runs out the verdict is inconclusive." default:"30s"`
-	MaxP99        time.Duration `help:"Exit 4 when the p99 latency is above this (0: not checked)." name:"max-p99"`
-	MinThroughput float64       `help:"Exit 4 when fewer calls per second complete (0: not checked)." placeholder:"CALLS/S"`
-	MaxErrorRate  float64       `help:"Exit 4 when a larger fraction of calls ends without a final answer (0: not checked)." placeholder:"RATIO"`
-	Workers       int           `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs); 0 runs them in this process."`
+	Scenario     string        `help:"Built-in scenario name or path to a scenario YAML file (built-in: ${scenarios})." default:"default" placeholder:"NAME|FILE"`
+	Backend      string        `help:"Store backend: memory, redis or postgres." default:"memory" enum:"memory,redis,postgres"`
+	RedisURL     string        `help:"Redis URL for --backend redis (default: $IDEM_REDIS_URL, else the docker-compose.yml server redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
+	PostgresURL  string        `help:"PostgreSQL URL for --backend postgres (default: $IDEM_POSTGRES_URL, else the docker-compose.yml server postgres://postgres:postgres@127.0.0.1:5432/test)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
+	Engine       string        `help:"Engine under test: idem (the reference engine) or a known-bad design: ${naive}." default:"idem" placeholder:"NAME"`
+	Sink         string        `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (Postgres transactional mode)." default:"fenced" enum:"plain,fenced,tx"`
+	Recovery     bool          `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
+	Duration     time.Duration `help:"Length of the traffic phase (default: the scenario's)."`
+	Clients      int           `help:"Concurrent clients, or workers in open loop (default: the scenario's)."`
+	Rate         float64       `help:"Open loop at this many requests per second; 0 is closed loop (default: the scenario's)." default:"-1"`
+	Seed         int64         `help:"Seed for the workload and the fault schedule; 0 picks a fresh one (printed)."`
+	Out          string        `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>)." placeholder:"DIR"`
+	NoSave       bool          `help:"Do not write the run directory." name:"no-save"`
+	CheckTimeout time.Duration `help:"Budget of the linearizability check; when it runs out the verdict is inconclusive." default:"30s"`
+	Workers      int           `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs); 0 runs them in this process."`
 	backendFaultFlags
+	thresholdFlags
+}
+
+// thresholdFlags are the performance thresholds of run and compare: a run
+// that misses one exits 4.
+type thresholdFlags struct {
+	MaxP99        time.Duration `help:"Exit 4 when a run's p99 latency is above this (0: not checked)." name:"max-p99"`
+	MinThroughput float64       `help:"Exit 4 when a run completes fewer calls per second (0: not checked)." placeholder:"CALLS/S"`
+	MaxErrorRate  float64       `help:"Exit 4 when a larger fraction of a run's calls ends without a final answer (0: not checked)." placeholder:"RATIO"`
+}
+
+// valid reports whether no threshold is negative and the error rate is at
+// most 1.
+func (t thresholdFlags) valid() bool {
+	return t.MaxP99 >= 0 && t.MinThroughput >= 0 && t.MaxErrorRate >= 0 && t.MaxErrorRate <= 1
+}
+
+func (t thresholdFlags) thresholds() reports.Thresholds {
+	return reports.Thresholds{MaxP99: t.MaxP99, MinThroughput: t.MinThroughput, MaxErrorRate: t.MaxErrorRate}
 }
 
 func (c *runCmd) Run(ctx context.Context, std stdio, g *globals) error {
@@ -42,7 +58,7 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	if !slices.Contains(engineNames(), c.Engine) {
 		return usageErr("--engine %q: want one of %v", c.Engine, engineNames())
 	}
-	if c.Duration < 0 || c.Clients < 0 || c.MaxP99 < 0 || c.MinThroughput < 0 || c.MaxErrorRate < 0 || c.MaxErrorRate > 1 {
+	if c.Duration < 0 || c.Clients < 0 || !c.thresholdFlags.valid() {
 		return usageErr("--duration, --clients and the thresholds must not be negative (and --max-error-rate at most 1)")
 	}
 	seed := c.Seed
@@ -62,7 +78,7 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		Seed: seed, Duration: c.Duration, Clients: c.Clients, Rate: c.Rate,
 		Out: out, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 		CheckTimeout: c.CheckTimeout,
-		Thresholds:   reports.Thresholds{MaxP99: c.MaxP99, MinThroughput: c.MinThroughput, MaxErrorRate: c.MaxErrorRate},
+		Thresholds:   c.thresholds(),
 		Progress:     newProgress(std.err, g.NoProgress, ""),
 	}
 	u := resolveBackendURLs(&sp)

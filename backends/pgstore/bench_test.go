@@ -20,11 +20,14 @@ import (
 // response, on the same pool, table and indexes. Both use a new key per call.
 //
 // At 1, 8 and 64 concurrent callers it runs benchRounds rounds; a round runs
-// each side for benchPhase, back to back, in alternating order. It reports
-// the median rate of each side and the median of the per-round ratios
-// (engine / bare): pairing the two sides within a round and taking medians
-// keeps a passing load on the machine from deciding the result. The target
-// is a ratio of at least 0.85 at 8 and 64 callers.
+// each side twice for benchPhase, in the order engine, bare, bare, engine
+// (bare, engine, engine, bare in every other round), so a drift in the
+// machine's speed during the round cancels out, and a side's rate in the
+// round is its calls over its time. It reports the median rate of each side
+// and the median of the per-round ratios (engine / bare): pairing the two
+// sides within a round and taking medians keeps a passing load on the
+// machine from deciding the result. The target is a ratio of at least 0.85
+// at 8 and 64 callers. With -v it logs every round.
 //
 //	IDEM_POSTGRES_URL=... go test -run '^$' -bench BenchmarkPostgres -benchtime 1x ./backends/pgstore/
 func BenchmarkPostgres(b *testing.B) {
@@ -32,19 +35,32 @@ func BenchmarkPostgres(b *testing.B) {
 	engine := idem.New(s)
 	for _, callers := range []int{1, 8, 64} {
 		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
+			// Warm up: open the pool's connections and prepare the
+			// statements on them, outside the measurement.
+			benchPhaseRun(b, callers, engineCycle(engine, fmt.Sprintf("c%d.warm.%d.e.", callers, time.Now().UnixNano())))
+			benchPhaseRun(b, callers, bareCycle(s, fmt.Sprintf("c%d.warm.%d.b.", callers, time.Now().UnixNano())))
 			for range b.N {
 				var do, bare, ratio []float64
 				for round := range benchRounds {
 					prefix := fmt.Sprintf("c%d.r%d.%d.", callers, round, time.Now().UnixNano())
-					var d, r float64
-					if round%2 == 0 {
-						d = benchRate(b, callers, engineCycle(engine, prefix+"e."))
-						r = benchRate(b, callers, bareCycle(s, prefix+"b."))
-					} else {
-						r = benchRate(b, callers, bareCycle(s, prefix+"b."))
-						d = benchRate(b, callers, engineCycle(engine, prefix+"e."))
+					runEngine := func(n int) phase {
+						return benchPhaseRun(b, callers, engineCycle(engine, prefix+"e"+strconv.Itoa(n)+"."))
 					}
-					do, bare, ratio = append(do, d), append(bare, r), append(ratio, d/r)
+					runBare := func(n int) phase {
+						return benchPhaseRun(b, callers, bareCycle(s, prefix+"b"+strconv.Itoa(n)+"."))
+					}
+					var d, r phase
+					if round%2 == 0 {
+						d = runEngine(0)
+						r = runBare(0).add(runBare(1))
+						d = d.add(runEngine(1))
+					} else {
+						r = runBare(0)
+						d = runEngine(0).add(runEngine(1))
+						r = r.add(runBare(1))
+					}
+					do, bare, ratio = append(do, d.rate()), append(bare, r.rate()), append(ratio, d.rate()/r.rate())
+					b.Logf("round %2d: do/s %5.0f  bare/s %5.0f  ratio %.3f", round, d.rate(), r.rate(), d.rate()/r.rate())
 				}
 				b.ReportMetric(median(do), "do/s")
 				b.ReportMetric(median(bare), "bare/s")
@@ -55,8 +71,8 @@ func BenchmarkPostgres(b *testing.B) {
 }
 
 const (
-	benchRounds = 7
-	benchPhase  = 500 * time.Millisecond
+	benchRounds = 9
+	benchPhase  = 250 * time.Millisecond
 )
 
 func median(xs []float64) float64 {
@@ -100,9 +116,18 @@ updated_at = now(), expires_at = now() + interval '1 day' WHERE key = $1`
 	}
 }
 
-// benchRate runs do from callers goroutines for benchPhase and returns
-// completed calls per second.
-func benchRate(b *testing.B, callers int, do cycle) float64 {
+// phase is the outcome of running one side: calls completed and seconds.
+type phase struct {
+	calls int64
+	secs  float64
+}
+
+func (p phase) add(o phase) phase { return phase{p.calls + o.calls, p.secs + o.secs} }
+
+func (p phase) rate() float64 { return float64(p.calls) / p.secs }
+
+// benchPhaseRun runs do from callers goroutines for benchPhase.
+func benchPhaseRun(b *testing.B, callers int, do cycle) phase {
 	b.Helper()
 	ctx := context.Background()
 	var (
@@ -129,5 +154,5 @@ func benchRate(b *testing.B, callers int, do cycle) float64 {
 	if err, _ := fail.Load().(error); err != nil {
 		b.Fatalf("cycle failed: %v", err)
 	}
-	return float64(total.Load()) / elapsed.Seconds()
+	return phase{calls: total.Load(), secs: elapsed.Seconds()}
 }

@@ -67,7 +67,7 @@ func TestKeysFor(t *testing.T) {
 // TestScriptsDeriveTheChannel checks that the scripts publish where
 // WaitChange subscribes.
 func TestScriptsDeriveTheChannel(t *testing.T) {
-	if !strings.Contains(luaNotify, "KEYS[1] .. '"+channelSuffix+"'") {
+	if !strings.Contains(luaNotify("m"), "KEYS[1] .. '"+channelSuffix+"'") {
 		t.Fatalf("the scripts' channel is not the record name plus %q", channelSuffix)
 	}
 }

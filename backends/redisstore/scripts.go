@@ -45,16 +45,18 @@ end
 local function fmt(n) return string.format('%d', n) end
 `
 
-// luaNotify holds notify(), which publishes on the record's channel
-// (KEYS[1] plus channelSuffix, same hash slot) with sharded pub/sub when
-// the server has it (Redis 7), else with classic PUBLISH.
-const luaNotify = `
-local function notify(msg)
-  local ch = KEYS[1] .. ':chan'
-  local r = redis.pcall('SPUBLISH', ch, msg)
-  if type(r) == 'table' and r.err then redis.call('PUBLISH', ch, msg) end
-end
+// luaNotify returns the statements that publish msg (a Lua expression) on
+// the record's channel (KEYS[1] plus channelSuffix, same hash slot) with
+// sharded pub/sub when the server has it (Redis 7), else with classic
+// PUBLISH. They are inlined where needed rather than defined as a function
+// in every script, which would build a closure on every call.
+func luaNotify(msg string) string {
+	return `
+  local ch = KEYS[1] .. '` + channelSuffix + `'
+  local r = redis.pcall('SPUBLISH', ch, ` + msg + `)
+  if type(r) == 'table' and r.err then redis.call('PUBLISH', ch, ` + msg + `) end
 `
+}
 
 // acquireScript claims a key, takes over an expired lease, or returns the
 // record unchanged.
@@ -103,23 +105,27 @@ return {1, tok, prev, lease}
 `)
 
 // luaOwned is the fencing check shared by the fenced scripts: it reads the
-// record into f = {status, token, watch} and returns early with -1 (not a
-// record) or 0 (absent: lease lost); owned tells whether the record is in
-// progress with the token in ARGV[1]. HMGET comes first, and
-// EXISTS only when it finds no status, to keep the common path at one call.
-// On a key of another type HMGET fails the script with WRONGTYPE before
-// anything was written (redis.call, not the slower redis.pcall).
+// record into f = {status, token, watch} (st = f[1]) and sets owned when the
+// record is in progress with the token in ARGV[1], the common case, which
+// costs one HMGET and two comparisons. Otherwise it returns early with -1
+// (not a record) or 0 (absent: lease lost), running EXISTS only when HMGET
+// found no status, or falls through to the script's own handling of a
+// record it does not own. On a key of another type HMGET fails the script
+// with WRONGTYPE before anything was written (redis.call, not the slower
+// redis.pcall).
 const luaOwned = `
 local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'watch')
 local st = f[1]
-if not st then
-  if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-  return 0
-end
-if not (st == 'in_progress' or st == 'completed' or st == 'failed') or not tonumber(f[2]) then
-  return -1
-end
 local owned = st == 'in_progress' and f[2] == ARGV[1]
+if not owned then
+  if not st then
+    if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+    return 0
+  end
+  if not (st == 'in_progress' or st == 'completed' or st == 'failed') or not tonumber(f[2]) then
+    return -1
+  end
+end
 `
 
 // heartbeatScript extends a lease.
@@ -147,7 +153,7 @@ return lease
 // The lease fields stay in the record for diagnosis; readers ignore
 // lease_ms once the record is finished. It publishes only when a waiter
 // marked the record (see probeScript).
-var finishScript = redis.NewScript(luaNotify + luaOwned + `
+var finishScript = redis.NewScript(luaOwned + `
 if not owned then
   if st == ARGV[2] and f[2] == ARGV[1] and redis.call('HGET', KEYS[1], 'done_id') == ARGV[5] then
     return 1
@@ -156,7 +162,7 @@ if not owned then
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'response', ARGV[3], 'done_id', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if f[3] then notify(ARGV[2]) end
+if f[3] then` + luaNotify("ARGV[2]") + `end
 return 1
 `)
 
@@ -165,10 +171,10 @@ return 1
 //
 // KEYS: record. ARGV: token.
 // Returns 1, 0 (lease lost) or -1 (corrupt), or fails with WRONGTYPE.
-var releaseScript = redis.NewScript(luaNotify + luaOwned + `
+var releaseScript = redis.NewScript(luaOwned + `
 if not owned then return 0 end
 redis.call('DEL', KEYS[1])
-if f[3] then notify('released') end
+if f[3] then` + luaNotify("'released'") + `end
 return 1
 `)
 

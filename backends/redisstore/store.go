@@ -186,11 +186,13 @@ func (s *Store) fenced(ctx context.Context, op string, script *redis.Script, l *
 	argv = append(argv, strconv.FormatUint(uint64(l.Token), 10))
 	argv = append(argv, args...)
 	res, err := script.Run(ctx, s.client, []string{k.record}, argv...).Int64()
-	switch {
-	case redis.HasErrorPrefix(err, "WRONGTYPE"):
-		return 0, corrupt(l.Key, "redis key %q is not a hash", k.record)
-	case err != nil:
+	if err != nil {
+		if redis.HasErrorPrefix(err, "WRONGTYPE") {
+			return 0, corrupt(l.Key, "redis key %q is not a hash", k.record)
+		}
 		return 0, storeError(op, err, true)
+	}
+	switch {
 	case res >= resultApplied:
 		return res, nil
 	case res == resultRefused:

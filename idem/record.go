@@ -44,7 +44,12 @@ func ParseStatus(s string) (Status, error) {
 
 // Token is a fencing token: strictly increasing per key across the whole life
 // of a store, including after Release and after a record expired. Zero is
-// never issued.
+// never issued. The contract orders tokens per key only: two keys may be
+// issued the same token, so code that needs a global identity of an
+// execution pairs the token with the key. (The stores in this module happen
+// to issue tokens unique across keys as well: one counter in memstore and
+// pgstore, a counter per hash slot with the slot in the low bits in
+// redisstore.)
 type Token uint64
 
 // Record is the stored state of one key.

@@ -358,13 +358,10 @@ func responseRoundTrip(t *testing.T, s *suite, st idem.Store, key string) {
 func keysIndependent(t *testing.T, s *suite, st idem.Store, key string) {
 	maxKey := key + strings.Repeat("~", idem.MaxKeyLen-len(key))
 	keys := []string{key + ".A", key + ".a", key + ".a:b", maxKey, key + `.{x}"'\`}
-	tokens := map[idem.Token]bool{}
+	// Tokens are ordered per key only (see idem.Token), so two keys may
+	// share one; what must hold is that each key keeps its own record.
 	for _, k := range keys {
 		l := mustAcquire(t, st, k, fp("a"), long)
-		if tokens[l.Token] {
-			t.Fatalf("token %d issued twice", l.Token)
-		}
-		tokens[l.Token] = true
 		if err := st.Complete(bg(), l, idem.Response{Status: 200, Body: []byte(k)}, long); err != nil {
 			t.Fatal(err)
 		}

@@ -36,6 +36,8 @@ type backendFaults struct {
 	// RetryTimeout, when positive, replaces the scenario's client timeout,
 	// so that a call whose reply is lost ends as unknown and is retried.
 	RetryTimeout time.Duration
+	// ReplayArgs are the command-line flags that repeat these faults.
+	ReplayArgs []string
 }
 
 // netWindow is one network fault from At for For.

@@ -25,7 +25,7 @@ func (f *backendFaultFlags) any() bool {
 // open starts the private server --restart-at needs and returns the faults
 // and a function that stops the server.
 func (f *backendFaultFlags) open(ctx context.Context, backend string) (*backendFaults, func(), error) {
-	bf := &backendFaults{RetryTimeout: f.ClientTimeout}
+	bf := &backendFaults{RetryTimeout: f.ClientTimeout, ReplayArgs: f.replayArgs()}
 	stop := func() {}
 	for _, s := range f.NetFault {
 		w, err := parseNetFault(s)
@@ -62,6 +62,29 @@ func (f *backendFaultFlags) open(ctx context.Context, backend string) (*backendF
 		return bf, func() { _ = pg.Stop() }, nil
 	}
 	return nil, stop, usageErr("--restart-at needs --backend redis or postgres")
+}
+
+// replayArgs returns the flags that repeat these faults, for the replay
+// command.
+func (f *backendFaultFlags) replayArgs() []string {
+	var args []string
+	if len(f.RestartAt) > 0 {
+		at := make([]string, len(f.RestartAt))
+		for i, d := range f.RestartAt {
+			at[i] = d.String()
+		}
+		args = append(args, "--restart-at", strings.Join(at, ","))
+		if f.RedisPersistence != "" && f.RedisPersistence != "none" {
+			args = append(args, "--redis-persistence", f.RedisPersistence)
+		}
+	}
+	for _, s := range f.NetFault {
+		args = append(args, "--net-fault", shellQuote(s))
+	}
+	if f.ClientTimeout > 0 {
+		args = append(args, "--client-timeout", f.ClientTimeout.String())
+	}
+	return args
 }
 
 // parseNetFault parses KIND@START+LENGTH, with latency taking an optional

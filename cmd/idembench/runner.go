@@ -258,6 +258,9 @@ func replayCommand(sp runSpec, cfg workload.Config) string {
 		"--clients", strconv.Itoa(cfg.Clients),
 		"--rate", strconv.FormatFloat(cfg.Rate, 'g', -1, 64),
 	)
+	if sp.BackendFaults != nil {
+		args = append(args, sp.BackendFaults.ReplayArgs...)
+	}
 	return strings.Join(args, " ")
 }
 

@@ -149,14 +149,30 @@ func (c *client) call(ctx context.Context, dl delivery, fp idem.Fingerprint, fpI
 			op.Return = history.NoReturn
 			op.Outcome = history.Unknown
 			op.Err = "client timeout after " + t.String()
+			d.observe(&op, d.now())
 			d.rec.Record(op)
 			return op.Outcome
 		}
 	}
 	op.Return = d.now()
+	d.observe(&op, op.Return)
 	classify(&op, res, err, x)
 	d.rec.Record(op)
 	return op.Outcome
+}
+
+// observe passes the latency of the call op, ended at end, to the live
+// histogram when there is one: from the intended send time when the call
+// had one (open loop), else from the call.
+func (d *driver) observe(op *history.Op, end int64) {
+	if d.cfg.Live == nil {
+		return
+	}
+	start := op.Call
+	if op.Intended != 0 {
+		start = op.Intended
+	}
+	d.cfg.Live.Observe(time.Duration(end - start))
 }
 
 // classify sets the outcome, token, response and error of a call op from

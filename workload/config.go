@@ -60,6 +60,10 @@ type Config struct {
 	// Recorder receives the history's operations; nil means a new one,
 	// returned in Result.
 	Recorder *history.Recorder
+	// Live, when set, observes the latency of every call as it returns
+	// (from its intended send time in an open-loop run; a call the client
+	// gave up on counts with the client timeout), for a progress display.
+	Live *LiveLatency
 	// Now reads the run's timeline; nil means history.Now.
 	Now func() int64
 	// ClientBase offsets the ids of the clients (in the history and in

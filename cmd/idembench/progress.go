@@ -30,6 +30,10 @@ type liveStats struct {
 	// Doubled counts keys with more than one applied effect: each is an
 	// at-most-once (I1) violation the checker will report.
 	Doubled int
+	// P99 is the 99th percentile latency of the calls that returned since
+	// the last line, to within 6.25% (workload.LiveLatency); zero when
+	// none returned or latencies are not observed.
+	P99 time.Duration
 }
 
 // Calls estimates the calls recorded so far.
@@ -43,6 +47,9 @@ type progress struct {
 	tty   bool
 	now   func() time.Time
 	label string
+	// live holds the latencies of the calls since the last line; nil
+	// until watch.
+	live *workload.LiveLatency
 
 	// Set by begin; read and written by the one goroutine of watch.
 	start     time.Time
@@ -67,11 +74,25 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// liveLatency returns the histogram the workload should observe its calls
+// into (workload.Config.Live) for the progress line's p99, or nil on a nil
+// p.
+func (p *progress) liveLatency() *workload.LiveLatency {
+	if p == nil {
+		return nil
+	}
+	if p.live == nil {
+		p.live = new(workload.LiveLatency)
+	}
+	return p.live
+}
+
 // watch shows the progress of a workload recording into rec, whose sink
 // keeps ledger (nil when the sink has none during the run: effects are
 // then counted as calls), with a traffic phase of the given length, until the
 // returned stop is called; stop clears the terminal line and returns once
-// the reporting goroutine has finished. On a nil p it does nothing.
+// the reporting goroutine has finished. The p99 comes from liveLatency's
+// histogram. On a nil p it does nothing.
 func (p *progress) watch(rec *history.Recorder, ledger *workload.Ledger, traffic time.Duration) (stop func()) {
 	if p == nil {
 		return func() {}
@@ -120,6 +141,9 @@ func (p *progress) tick(now time.Time, s liveStats) {
 	if !p.tty && now.Sub(p.last) < progressLog {
 		return
 	}
+	if p.live != nil {
+		_, s.P99 = p.live.Take(0.99)
+	}
 	line := p.line(now, s)
 	p.last, p.lastCalls = now, s.Calls()
 	if p.tty {
@@ -142,6 +166,9 @@ func (p *progress) line(now time.Time, s liveStats) string {
 		phase = fmt.Sprintf("%s · drain and liveness probe", elapsed.Truncate(100*time.Millisecond))
 	}
 	line := fmt.Sprintf("%s · %.0f calls/s · %d calls", phase, rate, s.Calls())
+	if s.P99 > 0 {
+		line += " · p99 " + msDur(float64(s.P99)/float64(time.Millisecond))
+	}
 	if s.Doubled > 0 {
 		line += fmt.Sprintf(" · %d keys double-applied so far", s.Doubled)
 	} else {

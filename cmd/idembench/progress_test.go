@@ -68,6 +68,35 @@ func boolToInt(b bool) int {
 // TestProgressWatchStops: watch's goroutine ends when stop is called (the
 // package's goleak check would catch it otherwise), and a nil progress does
 // nothing.
+// TestProgressP99 checks that a line shows the p99 of the calls observed
+// since the previous line, and none when no call returned.
+func TestProgressP99(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	p := &progress{w: &b, tty: false, now: func() time.Time { return t0 }}
+	live := p.liveLatency()
+	p.begin(t0, 10*time.Second)
+	for i := range 200 {
+		d := 2 * time.Millisecond
+		if i < 4 { // 2% of the calls are slow: the p99 is one of them
+			d = 300 * time.Millisecond
+		}
+		live.Observe(d)
+	}
+	p.tick(t0.Add(progressLog), liveStats{Ops: 200})
+	p.tick(t0.Add(2*progressLog), liveStats{Ops: 200})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 lines, got %q", b.String())
+	}
+	if !strings.Contains(lines[0], "p99 311.3") { // 300 ms: the middle of its bucket
+		t.Errorf("first line lacks the p99 of its window (300 ms): %q", lines[0])
+	}
+	if strings.Contains(lines[1], "p99") {
+		t.Errorf("second line shows a p99 although no call returned since the first: %q", lines[1])
+	}
+}
+
 func TestProgressWatchStops(t *testing.T) {
 	var nilP *progress
 	nilP.watch(history.NewRecorder(), workload.NewLedger(), time.Second)()

@@ -119,6 +119,7 @@ func execute(ctx context.Context, sp runSpec) (*runOutcome, error) {
 		Options:  options(sp, cfg, recovery),
 	}
 	cfg.Recorder = history.NewRecorder() // shared with the progress line
+	cfg.Live = sp.Progress.liveLatency()
 	stopProgress := sp.Progress.watch(cfg.Recorder, sink.Ledger(), cfg.Duration)
 	res, err := workload.Run(ctx, cfg)
 	stopProgress()

@@ -25,6 +25,13 @@ type file struct {
 	Engine      engineYAML `yaml:"engine"`
 	Workload    loadYAML   `yaml:"workload"`
 	Faults      []faultYML `yaml:"faults"`
+	Thresholds  threshYAML `yaml:"thresholds"`
+}
+
+type threshYAML struct {
+	MaxP99        duration `yaml:"max_p99"`
+	MinThroughput float64  `yaml:"min_throughput"`
+	MaxErrorRate  float64  `yaml:"max_error_rate"`
 }
 
 type engineYAML struct {
@@ -212,6 +219,14 @@ func (f *file) scenario(source string, lines []int) (*Scenario, error) {
 			RetryableRate: w.Business.RetryableRate,
 			PermanentRate: w.Business.PermanentRate,
 		},
+	}
+	th := f.Thresholds
+	s.Thresholds = Thresholds{MaxP99: th.MaxP99.d, MinThroughput: th.MinThroughput, MaxErrorRate: th.MaxErrorRate}
+	if th.MinThroughput < 0 {
+		return nil, fmt.Errorf("thresholds.min_throughput: %g is negative", th.MinThroughput)
+	}
+	if th.MaxErrorRate < 0 || th.MaxErrorRate > 1 {
+		return nil, fmt.Errorf("thresholds.max_error_rate: %g is not between 0 and 1", th.MaxErrorRate)
 	}
 	if f.Engine.LeaseTTL.d <= 0 {
 		return nil, errors.New("engine.lease_ttl: required and positive")

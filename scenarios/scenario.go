@@ -38,8 +38,24 @@ type Scenario struct {
 	// Faults is the fault schedule, with windows as fractions of the
 	// traffic phase so that it scales with the duration.
 	Faults []Fault
+	// Thresholds are the scenario's performance limits; a run that misses
+	// one exits 4. The command line overrides them one by one.
+	Thresholds Thresholds
 	// Source is where the scenario came from: "builtin:<name>" or a path.
 	Source string
+}
+
+// Thresholds are performance limits; a zero field is not checked. They
+// mean what the reports package's thresholds mean.
+type Thresholds struct {
+	// MaxP99 is the highest acceptable overall p99 latency.
+	MaxP99 time.Duration
+	// MinThroughput is the lowest acceptable throughput, in completed
+	// calls per second.
+	MinThroughput float64
+	// MaxErrorRate is the highest acceptable fraction of calls that end
+	// without a final answer, between 0 and 1.
+	MaxErrorRate float64
 }
 
 // Fault is a fault of the schedule whose window is given as fractions of

@@ -69,6 +69,7 @@ workload:
 faults:
   - {kind: pause, duration: 400ms, count: 1, window: [0.2, 0.5]}
   - {kind: crash, point: after-effect, probability: 0.01}
+thresholds: {max_p99: 40ms, min_throughput: 500, max_error_rate: 0.02}
 `
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -82,6 +83,9 @@ faults:
 	}
 	if len(s.Faults) != 2 || s.Faults[1].Point != idem.PointAfterFn || s.Faults[0].From != 0.2 {
 		t.Fatalf("faults not loaded: %+v", s.Faults)
+	}
+	if want := (scenarios.Thresholds{MaxP99: 40 * time.Millisecond, MinThroughput: 500, MaxErrorRate: 0.02}); s.Thresholds != want {
+		t.Fatalf("thresholds = %+v, want %+v", s.Thresholds, want)
 	}
 	cc := s.ChaosConfig(1, 10*time.Second)
 	if cc.Faults[0].Start != 2*time.Second || cc.Faults[0].End != 5*time.Second {
@@ -120,6 +124,10 @@ func TestParseRejects(t *testing.T) {
 		{"count and probability", base + "faults:\n  - {kind: crash, count: 1, probability: 0.5}\n", []string{"exactly one"}},
 		{"bad window", base + "faults:\n  - {kind: crash, count: 1, window: [0.5, 0.2]}\n", []string{"window"}},
 		{"bad kind", base + "faults:\n  - {kind: flood, count: 1}\n", []string{"flood"}},
+		{"unknown threshold", base + "thresholds: {max_p95: 10ms}\n", []string{"max_p95", "line 5"}},
+		{"bad threshold duration", base + "thresholds: {max_p99: fast}\n", []string{"fast", "line 5"}},
+		{"negative throughput", base + "thresholds: {min_throughput: -1}\n", []string{"thresholds.min_throughput"}},
+		{"error rate above 1", base + "thresholds: {max_error_rate: 2}\n", []string{"thresholds.max_error_rate"}},
 		{"two documents", base + "---\nname: y\n", []string{"more than one"}},
 		{"empty", "", []string{"empty"}},
 	}

@@ -30,6 +30,12 @@ func buildCLI(t *testing.T) string {
 func TestCLIExitCodes(t *testing.T) {
 	bin := buildCLI(t)
 	work := t.TempDir()
+	// A scenario with a threshold no run can meet.
+	strict := filepath.Join(work, "strict.yaml")
+	src := "name: strict\nduration: 300ms\nengine: {lease_ttl: 300ms}\nworkload: {clients: 4}\nthresholds: {min_throughput: 1e12}\n"
+	if err := os.WriteFile(strict, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -46,6 +52,8 @@ func TestCLIExitCodes(t *testing.T) {
 		{"check missing", []string{"check", filepath.Join(work, "missing")}, exitUsage, "missing"},
 		{"check pass", []string{"check", filepath.Join(work, "pass")}, exitOK, "verdict: OK"},
 		{"threshold", []string{"run", "--scenario", "duplicates", "--duration", "300ms", "--seed", "3", "--no-save", "--min-throughput", "1e12"}, exitThreshold, "threshold missed"},
+		{"scenario threshold", []string{"run", "--scenario", strict, "--seed", "3", "--no-save"}, exitThreshold, "threshold missed"},
+		{"scenario threshold ignored", []string{"run", "--scenario", strict, "--seed", "3", "--no-save", "--ignore-scenario-thresholds"}, exitOK, "verdict: OK"},
 		{"help", []string{"--help"}, exitOK, "Usage: idembench"},
 	}
 	for _, c := range cases {

@@ -190,7 +190,7 @@ func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *g
 			Seed: seed, Duration: c.Duration, Clients: c.Clients, Rate: c.Rate,
 			Out: dir, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 			CheckTimeout: c.CheckTimeout,
-			Thresholds:   c.thresholds(),
+			Thresholds:   c.thresholds(sc),
 			Progress:     newProgress(std.err, g.NoProgress, fmt.Sprintf("[%d/%d] %s", i+1, len(cfgs), label)),
 		}
 		u := resolveBackendURLs(&sp)

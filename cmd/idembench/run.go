@@ -33,11 +33,13 @@ type runCmd struct {
 }
 
 // thresholdFlags are the performance thresholds of run and compare: a run
-// that misses one exits 4.
+// that misses one exits 4. Each flag that is set replaces the scenario's
+// threshold of the same figure (scenario field thresholds).
 type thresholdFlags struct {
-	MaxP99        time.Duration `help:"Exit 4 when a run's p99 latency is above this (0: not checked)." name:"max-p99"`
-	MinThroughput float64       `help:"Exit 4 when a run completes fewer calls per second (0: not checked)." placeholder:"CALLS/S"`
-	MaxErrorRate  float64       `help:"Exit 4 when a larger fraction of a run's calls ends without a final answer (0: not checked)." placeholder:"RATIO"`
+	MaxP99                   time.Duration `help:"Exit 4 when a run's p99 latency is above this (0: the scenario's, if any)." name:"max-p99"`
+	MinThroughput            float64       `help:"Exit 4 when a run completes fewer calls per second (0: the scenario's, if any)." placeholder:"CALLS/S"`
+	MaxErrorRate             float64       `help:"Exit 4 when a larger fraction of a run's calls ends without a final answer (0: the scenario's, if any)." placeholder:"RATIO"`
+	IgnoreScenarioThresholds bool          `help:"Check only the thresholds given as flags, not the scenario's."`
 }
 
 // valid reports whether no threshold is negative and the error rate is at
@@ -46,8 +48,24 @@ func (t thresholdFlags) valid() bool {
 	return t.MaxP99 >= 0 && t.MinThroughput >= 0 && t.MaxErrorRate >= 0 && t.MaxErrorRate <= 1
 }
 
-func (t thresholdFlags) thresholds() reports.Thresholds {
-	return reports.Thresholds{MaxP99: t.MaxP99, MinThroughput: t.MinThroughput, MaxErrorRate: t.MaxErrorRate}
+// thresholds returns the thresholds of a run of sc: the scenario's, unless
+// ignored, with every flag that is set in place of the scenario's value.
+func (t thresholdFlags) thresholds(sc *scenarios.Scenario) reports.Thresholds {
+	var th reports.Thresholds
+	if !t.IgnoreScenarioThresholds {
+		st := sc.Thresholds
+		th = reports.Thresholds{MaxP99: st.MaxP99, MinThroughput: st.MinThroughput, MaxErrorRate: st.MaxErrorRate}
+	}
+	if t.MaxP99 > 0 {
+		th.MaxP99 = t.MaxP99
+	}
+	if t.MinThroughput > 0 {
+		th.MinThroughput = t.MinThroughput
+	}
+	if t.MaxErrorRate > 0 {
+		th.MaxErrorRate = t.MaxErrorRate
+	}
+	return th
 }
 
 func (c *runCmd) Run(ctx context.Context, std stdio, g *globals) error {
@@ -78,7 +96,7 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		Seed: seed, Duration: c.Duration, Clients: c.Clients, Rate: c.Rate,
 		Out: out, RedisURL: c.RedisURL, PostgresURL: c.PostgresURL,
 		CheckTimeout: c.CheckTimeout,
-		Thresholds:   c.thresholds(),
+		Thresholds:   c.thresholds(sc),
 		Progress:     newProgress(std.err, g.NoProgress, ""),
 	}
 	u := resolveBackendURLs(&sp)

@@ -5,8 +5,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/scenarios"
 )
 
 // parseRunFlags parses "run" plus args with the real command line.
@@ -45,5 +49,26 @@ func TestReplayRepeatsBackendFaults(t *testing.T) {
 	}
 	if args := (&backendFaultFlags{RedisPersistence: "none"}).replayArgs(); len(args) != 0 {
 		t.Fatalf("no faults: replay args %q, want none", args)
+	}
+}
+
+// TestThresholdsMerge: a flag replaces the scenario's threshold of the same
+// figure, the others stay, and --ignore-scenario-thresholds drops the
+// scenario's.
+func TestThresholdsMerge(t *testing.T) {
+	sc := &scenarios.Scenario{Thresholds: scenarios.Thresholds{MaxP99: time.Second, MinThroughput: 100, MaxErrorRate: 0.1}}
+	cases := []struct {
+		flags thresholdFlags
+		want  reports.Thresholds
+	}{
+		{thresholdFlags{}, reports.Thresholds{MaxP99: time.Second, MinThroughput: 100, MaxErrorRate: 0.1}},
+		{thresholdFlags{MaxP99: 5 * time.Millisecond}, reports.Thresholds{MaxP99: 5 * time.Millisecond, MinThroughput: 100, MaxErrorRate: 0.1}},
+		{thresholdFlags{MinThroughput: 7, IgnoreScenarioThresholds: true}, reports.Thresholds{MinThroughput: 7}},
+		{thresholdFlags{IgnoreScenarioThresholds: true}, reports.Thresholds{}},
+	}
+	for _, c := range cases {
+		if got := c.flags.thresholds(sc); got != c.want {
+			t.Errorf("%+v: thresholds %+v, want %+v", c.flags, got, c.want)
+		}
 	}
 }

@@ -48,7 +48,7 @@ type progress struct {
 	now   func() time.Time
 	label string
 	// live holds the latencies of the calls since the last line; nil
-	// until watch.
+	// until liveLatency is called, which must happen before watch.
 	live *workload.LiveLatency
 
 	// Set by begin; read and written by the one goroutine of watch.

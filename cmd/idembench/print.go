@@ -39,8 +39,12 @@ func printRun(w io.Writer, o *runOutcome) {
 	printCounts(w, s, o.History)
 	fmt.Fprintf(w, "effects: %d applied · %d rejected by fencing · %d keys with more than one applied\n",
 		o.Ledger.Applied, o.Ledger.Rejected, o.Ledger.Doubled)
-	fmt.Fprintf(w, "throughput: driver %.0f recorded ops/s · %.0f completed calls/s · %.0f successes/s · error rate %.2f%%",
-		o.DriverOpsPerSec, s.ThroughputPerS, s.SuccessPerS, 100*s.ErrorRate)
+	fmt.Fprint(w, "throughput: ")
+	if o.DriverOpsPerSec > 0 { // not measured across worker processes
+		fmt.Fprintf(w, "driver %.0f recorded ops/s · ", o.DriverOpsPerSec)
+	}
+	fmt.Fprintf(w, "%.0f completed calls/s · %.0f successes/s · error rate %.2f%%",
+		s.ThroughputPerS, s.SuccessPerS, 100*s.ErrorRate)
 	if s.LateSends.Count > 0 {
 		fmt.Fprintf(w, " · %d late sends", s.LateSends.Count)
 	}

@@ -40,6 +40,13 @@ type workerSpec struct {
 	// the worker saves its history and sends itself SIGKILL.
 	Crash *chaos.Fault `json:"crash,omitempty"`
 	Index int          `json:"index"`
+	// ClientTimeout, when positive, replaces the scenario's client timeout
+	// (a run with network faults).
+	ClientTimeout time.Duration `json:"client_timeout,omitempty"`
+	// LedgerURL, when set, is the server of the effect ledger (plain and
+	// fenced sinks), apart from the store's: a run with backend faults
+	// keeps its effects where the faults do not reach them.
+	LedgerURL string `json:"ledger_url,omitempty"`
 }
 
 // workerCmd is the hidden `idembench worker` subcommand: one worker process
@@ -66,11 +73,15 @@ func runWorker(ctx context.Context, ws *workerSpec) error {
 		return err
 	}
 	defer st.close()
-	sink, err := openBackendSink(ctx, st, ws.Backend, ws.Sink, ws.RedisURL)
+	sink, closeSink, err := openLedger(ctx, st, ws.Backend, ws.Sink, ws.RedisURL, ws.LedgerURL)
 	if err != nil {
 		return err
 	}
+	defer closeSink()
 	cfg := sc.Workload(ws.Duration)
+	if ws.ClientTimeout > 0 {
+		cfg.Retry.Timeout = ws.ClientTimeout
+	}
 	cfg.Seed = ws.Seed
 	cfg.Store = st.store
 	cfg.Sink = sink
@@ -161,6 +172,28 @@ func envErr2(err error) error {
 // openBackendSink returns the effect sink of a worker: a ledger in the
 // backend (or the transactional sink on PostgreSQL), so that an effect
 // outlives the process that applied it.
+// openLedger opens the effect sink of a worker process or of the
+// coordinator: on the store's connections (st; redisURL is the store's
+// Redis), or, when ledgerURL is set and the sink is not the transactional
+// one (whose effects must commit with the store's records), on the server
+// at ledgerURL. The returned function closes what it opened.
+func openLedger(ctx context.Context, st *openedStore, backend, sink, redisURL, ledgerURL string) (backendLedger, func(), error) {
+	if ledgerURL == "" || sink == workload.SinkTx {
+		l, err := openBackendSink(ctx, st, backend, sink, redisURL)
+		return l, func() {}, err
+	}
+	lst, err := openStore(ctx, backend, engineIdem, ledgerURL, ledgerURL)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	l, err := openBackendSink(ctx, lst, backend, sink, ledgerURL)
+	if err != nil {
+		lst.close()
+		return nil, func() {}, err
+	}
+	return l, func() { lst.close() }, nil
+}
+
 func openBackendSink(ctx context.Context, st *openedStore, backend, sink, redisURL string) (backendLedger, error) {
 	fenced := sink == workload.SinkFenced
 	switch {
@@ -182,6 +215,9 @@ func openBackendSink(ctx context.Context, st *openedStore, backend, sink, redisU
 			return nil, usageErr("--redis-url: %v", err)
 		}
 		opt.PoolSize = max(opt.PoolSize, redisMinPool)
+		// No client-side retry: a ledger write whose reply was lost and
+		// that the client sent again would be an effect applied twice.
+		opt.MaxRetries = -1
 		client := redis.NewClient(opt)
 		prev := st.close
 		st.close = func() { prev(); client.Close() }

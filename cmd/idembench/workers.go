@@ -45,6 +45,7 @@ type coordinator struct {
 	t0      time.Time
 	crashes []chaos.Fault // one per incarnation that will crash, in order
 	pauses  []chaos.Fault
+	env     *faultEnv // backend restarts and network faults; nil if none
 
 	mu       sync.Mutex
 	procs    []*exec.Cmd // current process of each worker
@@ -66,10 +67,24 @@ func executeWorkers(ctx context.Context, sp runSpec, n int) (*runOutcome, error)
 	if sp.Sink == workload.SinkTx && sp.Backend != backendPostgres {
 		return nil, usageErr("--sink tx (Postgres transactional mode) needs --backend postgres")
 	}
-	if sp.BackendFaults.active() {
-		return nil, usageErr("--workers does not combine with backend faults yet")
-	}
 	sc := sp.Scenario
+	// With backend faults the store moves to the private server or behind
+	// the proxy, and the effect ledger stays on the run's own server, out
+	// of the faults' reach, as the in-memory sink of a single-process run
+	// is: a fault then tests the engine, not the harness's bookkeeping.
+	// (The transactional sink stays with the store: that is its point.)
+	var ledgerURL string
+	if sp.BackendFaults.active() {
+		ledgerURL = sp.RedisURL
+		if sp.Backend == backendPostgres {
+			ledgerURL = sp.PostgresURL
+		}
+	}
+	env, err := openBackendFaults(ctx, &sp)
+	if err != nil {
+		return nil, err
+	}
+	defer env.close()
 	// The coordinator opens the store itself first: a usage or
 	// environment error is reported before any worker starts, and the
 	// ledger is read through it after the run.
@@ -78,10 +93,11 @@ func executeWorkers(ctx context.Context, sp runSpec, n int) (*runOutcome, error)
 		return nil, err
 	}
 	defer st.close()
-	ledger, err := openBackendSink(ctx, st, sp.Backend, sp.Sink, sp.RedisURL)
+	ledger, closeLedger, err := openLedger(ctx, st, sp.Backend, sp.Sink, sp.RedisURL, ledgerURL)
 	if err != nil {
 		return nil, err
 	}
+	defer closeLedger()
 	cfg := sc.Workload(sp.Duration)
 	if sp.Clients > 0 {
 		cfg.Clients = sp.Clients
@@ -128,11 +144,14 @@ func executeWorkers(ctx context.Context, sp runSpec, n int) (*runOutcome, error)
 	} else if sp.Rate >= 0 || cfg.Rate == 0 {
 		rate = 0
 	}
-	co := &coordinator{sp: sp, n: n, exe: exe, dir: dir, procs: make([]*exec.Cmd, n)}
+	co := &coordinator{sp: sp, n: n, exe: exe, dir: dir, procs: make([]*exec.Cmd, n), env: env}
 	co.base = workerSpec{
 		Scenario: sp.ScenarioArg, Backend: sp.Backend, RedisURL: sp.RedisURL, PostgresURL: sp.PostgresURL,
 		Sink: sp.Sink, Recovery: recovery, Seed: sp.Seed, Duration: cfg.Duration, Clients: perWorker,
-		Rate: rate, Prefix: cfg.Keys.Prefix, Header: hdr,
+		Rate: rate, Prefix: cfg.Keys.Prefix, Header: hdr, LedgerURL: ledgerURL,
+	}
+	if bf := sp.BackendFaults; bf != nil {
+		co.base.ClientTimeout = bf.RetryTimeout
 	}
 	for _, f := range sc.ChaosConfig(sp.Seed, cfg.Duration).Faults {
 		switch f.Kind {
@@ -148,10 +167,14 @@ func executeWorkers(ctx context.Context, sp runSpec, n int) (*runOutcome, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := env.err(); err != nil {
+		return nil, err
+	}
 	h, stats, err := co.assemble(ctx, res, ledger, hdr)
 	if err != nil {
 		return nil, err
 	}
+	env.addWindows(h)
 	out := &runOutcome{History: h, Warning: st.warning, Ledger: stats, Recovery: recovery, Duration: cfg.Duration, Clients: perWorker * n,
 		Replay: replayCommand(sp, cfg) + " --workers " + strconv.Itoa(n)}
 	return finishRun(sp, out)
@@ -172,12 +195,18 @@ func (co *coordinator) run(ctx context.Context, d time.Duration) ([]string, erro
 			return nil, err
 		}
 	}
+	if co.env != nil {
+		co.env.start() // restarts and network faults, on the traffic's clock
+	}
 	pctx, stopPauses := context.WithCancel(ctx)
 	var pw sync.WaitGroup
 	pw.Go(func() { co.pauseLoop(pctx, d) })
 	wg.Wait()
 	stopPauses()
 	pw.Wait()
+	if co.env != nil {
+		co.env.stop()
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -86,6 +86,58 @@ func TestWorkers(t *testing.T) {
 	})
 }
 
+// TestWorkersWithBackendFaults runs worker processes while the backend is
+// restarted or its replies are dropped, the effect ledger staying on the
+// configured server: a Redis without persistence forgets completions
+// (caught), PostgreSQL and a Redis with AOF always keep them (pass), and
+// dropped replies give unknown outcomes but no false alarm.
+func TestWorkersWithBackendFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes against private servers")
+	}
+	env := append(os.Environ(), "IDEM_REDIS_URL="+testenv.RedisURL(t), "IDEM_POSTGRES_URL="+testenv.PostgresURL(t))
+	bin := buildCLI(t)
+	cases := []struct {
+		args    []string
+		want    int
+		unknown bool // some calls must end unknown
+	}{
+		{[]string{"--backend", "redis", "--restart-at", "600ms,1200ms"}, exitViolation, false},
+		{[]string{"--backend", "redis", "--restart-at", "600ms,1200ms", "--redis-persistence", "aof-always"}, exitOK, false},
+		{[]string{"--backend", "postgres", "--restart-at", "800ms"}, exitOK, false},
+		{[]string{"--backend", "redis", "--net-fault", "drop-replies@500ms+500ms"}, exitOK, true},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args[1:], " "), func(t *testing.T) {
+			args := append([]string{"run", "--workers", "2", "--scenario", "duplicates", "--duration", "2s", "--seed", "5", "--no-save", "--no-progress"}, c.args...)
+			cmd := exec.Command(bin, args...)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.want {
+				t.Fatalf("exit %d, want %d\n%s", code, c.want, out)
+			}
+			if !strings.Contains(string(out), "faults injected: ") || strings.Contains(string(out), "faults injected: 0") {
+				t.Errorf("no fault window recorded:\n%s", out)
+			}
+			if c.unknown && !strings.Contains(string(out), " unknown ") {
+				t.Errorf("no unknown outcome while replies were dropped:\n%s", out)
+			}
+			_, replay, _ := strings.Cut(string(out), "\nreplay: ")
+			for _, a := range c.args[2:] {
+				if strings.HasPrefix(a, "--") && !strings.Contains(replay, a+" ") {
+					t.Errorf("the replay command lacks %s: %s", a, replay)
+				}
+			}
+		})
+	}
+}
+
 // workerPIDs lists the running worker processes of binary bin.
 func workerPIDs(bin string) []string {
 	var pids []string

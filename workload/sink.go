@@ -37,10 +37,14 @@ type Sink interface {
 
 // Recoverer is a Sink that can answer the engine's recovery question "did
 // key K's effect already happen, and what did it answer?". token is the
-// fencing token of the lease that asks (the one taking over). A sink whose
-// apply is not one atomic step must first raise its fence to token and only
-// then look ("fence, then look"): a paused holder caught in the middle of its
-// apply is then either waited out and found, or rejected afterwards.
+// fencing token of the lease that asks (the one taking over). Recover must
+// raise the key's fence to token no later than it looks ("fence, then
+// look"; one atomic step where the sink can): a stale holder that applies
+// after the look is then rejected, and one caught in the middle of its apply
+// is waited out and found. A look alone is not enough even when apply is
+// atomic: a stale holder applying between the look and the successor's own
+// apply would be accepted (its token is still the highest seen), and so
+// would the successor's.
 type Recoverer interface {
 	Recover(ctx context.Context, key string, token idem.Token) (resp idem.Response, done bool, err error)
 }
@@ -127,14 +131,13 @@ func (s *fencedSink) Apply(ctx context.Context, e Effect) (bool, error) {
 	return s.l.apply(e, true), nil
 }
 
-// Recover returns the response of the first applied effect of key. The
-// in-memory apply is one critical section, so no holder can be caught
-// half-way and there is no fence to raise first.
-func (s *fencedSink) Recover(ctx context.Context, key string, _ idem.Token) (idem.Response, bool, error) {
+// Recover raises key's fence to token and returns the response of the first
+// applied effect of key, in one critical section.
+func (s *fencedSink) Recover(ctx context.Context, key string, token idem.Token) (idem.Response, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return idem.Response{}, false, err
 	}
-	return s.l.first(key)
+	return s.l.fenceAndFirst(key, token)
 }
 
 // Ledger records, per key, every effect a sink saw and whether it applied
@@ -234,12 +237,20 @@ func (l *Ledger) Record(e Effect, applied bool) {
 	en.rejected = append(en.rejected, e.Exec)
 }
 
-func (l *Ledger) first(key string) (idem.Response, bool, error) {
+// fenceAndFirst raises key's highest token to token, so that a lower one is
+// rejected from now on, and returns the response of key's first applied
+// effect.
+func (l *Ledger) fenceAndFirst(key string, token idem.Token) (idem.Response, bool, error) {
 	sh := l.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	en := sh.keys[key]
-	if en == nil || en.n == 0 {
+	if en == nil {
+		en = &ledgerEntry{}
+		sh.keys[key] = en
+	}
+	en.highest = max(en.highest, token)
+	if en.n == 0 {
 		return idem.Response{}, false, nil
 	}
 	return en.first.Response, true, nil
@@ -290,6 +301,9 @@ func (l *Ledger) Stats() LedgerStats {
 		sh := &l.shards[i]
 		sh.mu.Lock()
 		for _, en := range sh.keys {
+			if en.n == 0 && len(en.rejected) == 0 {
+				continue // only a fence a recovery lookup raised
+			}
 			s.Keys++
 			s.Applied += en.n
 			s.Rejected += len(en.rejected)

@@ -100,11 +100,30 @@ func (l *redisLedger) Apply(ctx context.Context, e workload.Effect) (bool, error
 	return n == 1, nil
 }
 
-// Recover looks up the first applied effect of key. The Redis apply is one
-// script, so no holder can be caught half-way: no fence to raise first.
-func (l *redisLedger) Recover(ctx context.Context, key string, _ idem.Token) (idem.Response, bool, error) {
-	_, ls := redisLedgerKeys(key)
-	s, err := l.client.LIndex(ctx, ls, 0).Result()
+// redisRecoverScript raises the fence of KEYS[1] to ARGV[1] (when ARGV[2]
+// is '1': a fenced ledger) and returns the first entry of the list KEYS[2],
+// or false, in one atomic step. ARGV[3] is the TTL in milliseconds.
+var redisRecoverScript = redis.NewScript(`
+if ARGV[2] == '1' then
+  local last = redis.call('HGET', KEYS[1], 't')
+  if not last or tonumber(last) < tonumber(ARGV[1]) then
+    redis.call('HSET', KEYS[1], 't', ARGV[1])
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  end
+end
+return redis.call('LINDEX', KEYS[2], 0)
+`)
+
+// Recover raises key's fence to token and looks up the first applied effect
+// of key, in one script ("fence, then look": a stale holder applying after
+// the look is rejected).
+func (l *redisLedger) Recover(ctx context.Context, key string, token idem.Token) (idem.Response, bool, error) {
+	f, ls := redisLedgerKeys(key)
+	fenced := "0"
+	if l.fenced {
+		fenced = "1"
+	}
+	s, err := redisRecoverScript.Run(ctx, l.client, []string{f, ls}, strconv.FormatUint(uint64(token), 10), fenced, l.ttl.Milliseconds()).Text()
 	if errors.Is(err, redis.Nil) {
 		return idem.Response{}, false, nil
 	}

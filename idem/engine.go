@@ -95,7 +95,11 @@ func (e *Engine) LeaseTTL() time.Duration { return e.cfg.leaseTTL }
 //
 // After fn: success stores the response with a fenced Complete; a permanent
 // error stores Result.Response with Fail and is returned as is; a retryable
-// error releases the key and is returned as is. If fencing refuses the write
+// error releases the key and is returned as is, unless it satisfies
+// Ambiguous (fn cannot tell whether its side effect happened: see
+// MarkAmbiguous): then the key is neither released nor stored, stays in
+// progress until its lease expires, and the next attempt takes it over, so
+// that the recovery hook decides. If fencing refuses the write
 // (the lease was taken over meanwhile) Do returns ErrLeaseLost with the
 // response fn produced: that result is not stored. A response above the size
 // cap is returned with ErrResponseTooLarge and the key is stored as failed
@@ -218,6 +222,14 @@ func (e *Engine) execute(ctx context.Context, l *Lease, fn Func) (res Result, er
 		return res, err
 	}
 	if ferr != nil {
+		if !e.cfg.permanent(ferr) && Ambiguous(ferr) {
+			// fn cannot tell whether its side effect happened. Releasing
+			// would let the next attempt run it again as a fresh
+			// execution; instead the key stays in progress until the
+			// lease expires, and the next attempt takes it over (with
+			// PrevToken set), so WithRecovery can find out.
+			return res, ferr
+		}
 		if !e.cfg.permanent(ferr) {
 			fctx, cancel := e.finishCtx(ctx)
 			rerr := e.store.Release(fctx, l)

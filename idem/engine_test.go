@@ -374,6 +374,72 @@ func TestDoRetryableErrorReleasesKey(t *testing.T) {
 	}
 }
 
+// TestDoAmbiguousErrorKeepsKeyForRecovery: a function that cannot tell
+// whether its effect happened (an Ambiguous error) does not release the
+// key, as a plain retryable error would; the next attempt after the lease
+// expired takes over and the recovery hook finds the effect, so fn does not
+// run twice. Releasing instead (the contrast) runs it twice.
+func TestDoAmbiguousErrorKeepsKeyForRecovery(t *testing.T) {
+	for _, ambiguous := range []bool{true, false} {
+		t.Run(map[bool]string{true: "ambiguous", false: "retryable"}[ambiguous], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := newStore(t)
+				var effects sync.Map // key -> response of the applied effect
+				var runs atomic.Int32
+				lost := errors.New("effect's acknowledgement lost")
+				fn := func(ctx context.Context) (idem.Response, error) {
+					l, _ := idem.LeaseFrom(ctx)
+					resp := idem.Response{Status: 201, Body: []byte("effect")}
+					effects.Store(l.Key, resp) // the effect happens...
+					if runs.Add(1) == 1 {      // ...but the first run cannot tell
+						if ambiguous {
+							return idem.Response{}, idem.MarkAmbiguous(lost)
+						}
+						return idem.Response{}, lost
+					}
+					return resp, nil
+				}
+				e := idem.New(st, idem.WithLeaseTTL(100*time.Millisecond),
+					idem.WithRecovery(func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
+						if v, ok := effects.Load(l.Key); ok {
+							return v.(idem.Response), true, nil
+						}
+						return idem.Response{}, false, nil
+					}))
+				if _, err := e.Do(context.Background(), "k", fpA, fn); !errors.Is(err, lost) || idem.Ambiguous(err) != ambiguous {
+					t.Fatalf("first Do: err = %v, want the fn error", err)
+				}
+				rec, err := st.Get(context.Background(), "k")
+				if ambiguous && (err != nil || rec.Status != idem.StatusInProgress) {
+					t.Fatalf("after an ambiguous error: record %+v, %v; want the key still in progress", rec, err)
+				}
+				if !ambiguous && !errors.Is(err, idem.ErrNotFound) {
+					t.Fatalf("after a retryable error: Get err = %v, want ErrNotFound (released)", err)
+				}
+				if _, err := e.Do(context.Background(), "k", fpA, fn); ambiguous && !errors.Is(err, idem.ErrInProgress) {
+					t.Fatalf("retry within the lease: err = %v, want ErrInProgress", err)
+				}
+				time.Sleep(150 * time.Millisecond) // the lease expires
+				res, err := e.Do(context.Background(), "k", fpA, fn)
+				if err != nil || string(res.Response.Body) != "effect" {
+					t.Fatalf("retry after the lease: %+v, %v", res, err)
+				}
+				want := int32(2)
+				if ambiguous {
+					want = 1
+					if !res.Recovered {
+						t.Fatalf("retry after the lease = %+v, want a take-over answered by recovery", res)
+					}
+				}
+				if runs.Load() != want {
+					t.Fatalf("fn ran %d times, want %d", runs.Load(), want)
+				}
+				settle()
+			})
+		})
+	}
+}
+
 func TestDoCustomClassifier(t *testing.T) {
 	e := idem.New(newStore(t), idem.WithClassifier(func(error) bool { return true }))
 	res, err := e.Do(context.Background(), "k", fpA, func(ctx context.Context) (idem.Response, error) {

@@ -46,7 +46,9 @@ func (e *ambiguousError) Unwrap() error { return e.err }
 
 // MarkAmbiguous wraps err to say that the operation may have been applied by
 // the backend (for example a timeout after the request was sent). A nil err
-// stays nil.
+// stays nil. A Func returns it when it cannot tell whether its own side
+// effect happened: Do then keeps the key in progress instead of releasing
+// it, so the next attempt takes it over and the recovery hook decides.
 func MarkAmbiguous(err error) error {
 	if err == nil || Ambiguous(err) {
 		return err

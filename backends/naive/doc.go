@@ -23,7 +23,7 @@
 //	no-expiry          NoExpiry          a lock with no expiry: a crashed holder blocks   crash-holder, I6
 //	                                     the key forever
 //	no-heartbeat       NoHeartbeat       Heartbeat is a no-op: a slow but healthy         slow-handler, I1
-//	                                     execution is taken over
+//	                                     execution is taken over                          (plain sink)
 //
 // In backends/storetest, the case that shows each flaw is
 // ConcurrentAcquireGrantsExactlyOneLease for check-then-act and

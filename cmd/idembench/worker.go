@@ -169,9 +169,6 @@ func envErr2(err error) error {
 	return envErr(err)
 }
 
-// openBackendSink returns the effect sink of a worker: a ledger in the
-// backend (or the transactional sink on PostgreSQL), so that an effect
-// outlives the process that applied it.
 // openLedger opens the effect sink of a worker process or of the
 // coordinator: on the store's connections (st; redisURL is the store's
 // Redis), or, when ledgerURL is set and the sink is not the transactional
@@ -194,6 +191,9 @@ func openLedger(ctx context.Context, st *openedStore, backend, sink, redisURL, l
 	return l, func() { lst.close() }, nil
 }
 
+// openBackendSink returns the effect sink of a worker: a ledger in the
+// backend (or the transactional sink on PostgreSQL), so that an effect
+// outlives the process that applied it.
 func openBackendSink(ctx context.Context, st *openedStore, backend, sink, redisURL string) (backendLedger, error) {
 	fenced := sink == workload.SinkFenced
 	switch {

@@ -55,6 +55,8 @@ func (d Decision) String() string {
 //	fn fails permanently (the engine's          → Ack, fn's error; the failure
 //	classifier, by default Permanent)             is stored, duplicates are acked
 //	fn fails retryably                         → Nack, fn's error; key released
+//	fn's error satisfies Ambiguous             → Nack, fn's error; key kept
+//	                                             until its lease expires (Do)
 //	key held by a live lease elsewhere         → Requeue, ErrInProgress
 //	invalid key, or key used with another fp   → Reject, ErrInvalidKey or
 //	                                             ErrFingerprintMismatch

@@ -171,3 +171,25 @@ func TestDecisionString(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumeAmbiguousKeepsKey: a handler that cannot tell whether its
+// effect happened gets its message handed back (Nack) but the key is kept,
+// so a redelivery within the lease is requeued rather than run again.
+func TestConsumeAmbiguousKeepsKey(t *testing.T) {
+	mem := memstore.New(memstore.Options{SweepInterval: -1})
+	defer mem.Close()
+	eng := idem.New(mem)
+	fp := idem.FingerprintString("body")
+	lost := errors.New("broker ack lost")
+	d, err := eng.Consume(context.Background(), "m", fp, func(context.Context) error { return idem.MarkAmbiguous(lost) })
+	if d != idem.Nack || !errors.Is(err, lost) {
+		t.Fatalf("ambiguous handler: %s, %v; want nack with the handler's error", d, err)
+	}
+	d, err = eng.Consume(context.Background(), "m", fp, func(context.Context) error {
+		t.Error("redelivery ran within the lease of an ambiguous attempt")
+		return nil
+	})
+	if d != idem.Requeue || !errors.Is(err, idem.ErrInProgress) {
+		t.Fatalf("redelivery: %s, %v; want requeue, ErrInProgress", d, err)
+	}
+}

@@ -125,6 +125,13 @@ type RecoverFunc func(ctx context.Context, l Lease) (resp Response, done bool, e
 // that can answer "did key K's effect already happen?", it closes the window
 // between a side effect and its completion: a holder that crashed there is
 // not executed twice.
+//
+// The hook must fence before or while it looks: in the same step as the
+// lookup, make the sink reject effects carrying a token lower than l.Token.
+// A previous holder that is only slow (paused, partitioned) rather than dead
+// may otherwise apply its effect just after the lookup found nothing, and
+// the function then applies it again under l.Token. With pgstore, call
+// ApplyFenced with l.Token in the transaction that reads the effect.
 func WithRecovery(f RecoverFunc) Option {
 	return func(c *config) { c.recovery = f }
 }

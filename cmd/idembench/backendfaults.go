@@ -144,8 +144,12 @@ type envEvent struct {
 	run func(ctx context.Context) error
 }
 
-// start runs the schedule on its own goroutine.
+// start runs the schedule on its own goroutine. On a nil env it does
+// nothing.
 func (e *faultEnv) start() {
+	if e == nil {
+		return
+	}
 	var evs []envEvent
 	for _, at := range e.spec.Restarts {
 		evs = append(evs, envEvent{at, e.restart})
@@ -175,9 +179,10 @@ func (e *faultEnv) start() {
 	}()
 }
 
-// stop ends the schedule (a fault still on is healed) and waits for it.
+// stop ends the schedule (a fault still on is healed) and waits for it. On
+// a nil or unstarted env it does nothing.
 func (e *faultEnv) stop() {
-	if e.cancel == nil {
+	if e == nil || e.cancel == nil {
 		return
 	}
 	e.cancel()

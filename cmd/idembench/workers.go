@@ -195,18 +195,14 @@ func (co *coordinator) run(ctx context.Context, d time.Duration) ([]string, erro
 			return nil, err
 		}
 	}
-	if co.env != nil {
-		co.env.start() // restarts and network faults, on the traffic's clock
-	}
+	co.env.start() // restarts and network faults, on the traffic's clock
 	pctx, stopPauses := context.WithCancel(ctx)
 	var pw sync.WaitGroup
 	pw.Go(func() { co.pauseLoop(pctx, d) })
 	wg.Wait()
 	stopPauses()
 	pw.Wait()
-	if co.env != nil {
-		co.env.stop()
-	}
+	co.env.stop()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -80,6 +80,14 @@ func (l *redisLedger) Name() string {
 	return workload.SinkPlain
 }
 
+// fenceArg is the scripts' fencing switch: "1" for a fenced ledger.
+func (l *redisLedger) fenceArg() string {
+	if l.fenced {
+		return "1"
+	}
+	return "0"
+}
+
 // Ledger returns an empty ledger: the entries are read after the run.
 func (l *redisLedger) Ledger() *workload.Ledger { return workload.NewLedger() }
 
@@ -89,11 +97,7 @@ func (l *redisLedger) Apply(ctx context.Context, e workload.Effect) (bool, error
 		return false, err
 	}
 	f, ls := redisLedgerKeys(e.Key)
-	fenced := "0"
-	if l.fenced {
-		fenced = "1"
-	}
-	n, err := redisLedgerScript.Run(ctx, l.client, []string{f, ls}, fenced, strconv.FormatUint(uint64(e.Token), 10), ent, l.ttl.Milliseconds()).Int64()
+	n, err := redisLedgerScript.Run(ctx, l.client, []string{f, ls}, l.fenceArg(), strconv.FormatUint(uint64(e.Token), 10), ent, l.ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, fmt.Errorf("redis ledger: %w", err)
 	}
@@ -119,11 +123,7 @@ return redis.call('LINDEX', KEYS[2], 0)
 // the look is rejected).
 func (l *redisLedger) Recover(ctx context.Context, key string, token idem.Token) (idem.Response, bool, error) {
 	f, ls := redisLedgerKeys(key)
-	fenced := "0"
-	if l.fenced {
-		fenced = "1"
-	}
-	s, err := redisRecoverScript.Run(ctx, l.client, []string{f, ls}, strconv.FormatUint(uint64(token), 10), fenced, l.ttl.Milliseconds()).Text()
+	s, err := redisRecoverScript.Run(ctx, l.client, []string{f, ls}, strconv.FormatUint(uint64(token), 10), l.fenceArg(), l.ttl.Milliseconds()).Text()
 	if errors.Is(err, redis.Nil) {
 		return idem.Response{}, false, nil
 	}

@@ -70,19 +70,69 @@ func (d Decision) String() string {
 // lost. If fn panics the key is released and the panic continues; the broker
 // will typically redeliver. fn must not be nil.
 func (e *Engine) Consume(ctx context.Context, key string, fp Fingerprint, fn func(ctx context.Context) error) (Decision, error) {
-	var ran bool
-	var fnErr error
-	res, err := e.Do(ctx, key, fp, func(ctx context.Context) (Response, error) {
-		ran = true
-		if fnErr = fn(ctx); fnErr != nil {
-			return Response{Status: 500, Body: []byte(fnErr.Error())}, fnErr
+	var c consumption
+	res, err := e.Do(ctx, key, fp, c.wrap(fn))
+	return c.decide(res, err)
+}
+
+// Message is one delivered message of ConsumeBatch.
+type Message struct {
+	Key         string
+	Fingerprint Fingerprint
+	Fn          func(ctx context.Context) error
+}
+
+// Consumed is ConsumeBatch's answer for one message: what Consume would
+// have returned.
+type Consumed struct {
+	Decision Decision
+	Err      error
+}
+
+// ConsumeBatch processes a pulled batch of messages as Consume would, one
+// after the other in order, through DoBatch: with a BatchStore the keys are
+// claimed in one round trip and the outcomes recorded in one more. A
+// message whose key appeared earlier in the batch (a duplicate delivery) is
+// answered after the earlier one is recorded, so it is typically acked
+// without running. DoBatch never waits on a key another consumer holds
+// (Requeue).
+func (e *Engine) ConsumeBatch(ctx context.Context, msgs []Message) []Consumed {
+	cs := make([]consumption, len(msgs))
+	items := make([]BatchItem, len(msgs))
+	for i, m := range msgs {
+		items[i] = BatchItem{Key: m.Key, Fingerprint: m.Fingerprint, Fn: cs[i].wrap(m.Fn)}
+	}
+	out := make([]Consumed, len(msgs))
+	for i, r := range e.DoBatch(ctx, items) {
+		out[i].Decision, out[i].Err = cs[i].decide(r.Result, r.Err)
+	}
+	return out
+}
+
+// consumption is the state of one message's Do: whether fn ran and what it
+// returned.
+type consumption struct {
+	ran   bool
+	fnErr error
+}
+
+// wrap turns a message handler into the Func that Do runs.
+func (c *consumption) wrap(fn func(ctx context.Context) error) Func {
+	return func(ctx context.Context) (Response, error) {
+		c.ran = true
+		if c.fnErr = fn(ctx); c.fnErr != nil {
+			return Response{Status: 500, Body: []byte(c.fnErr.Error())}, c.fnErr
 		}
 		return Response{Status: 200}, nil
-	})
+	}
+}
+
+// decide maps Do's answer to a Decision (see Consume).
+func (c *consumption) decide(res Result, err error) (Decision, error) {
 	switch {
 	case err == nil:
 		return Ack, nil
-	case ran && fnErr != nil && sameError(err, fnErr):
+	case c.ran && c.fnErr != nil && sameError(err, c.fnErr):
 		// Do returned fn's error alone: the outcome was recorded.
 		if res.Failed {
 			return Ack, err

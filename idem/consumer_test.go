@@ -112,6 +112,33 @@ func TestConsume(t *testing.T) {
 				}
 			}
 		})
+		// The same deliveries as one pulled batch get the same decisions.
+		t.Run(tt.name+"/batch", func(t *testing.T) {
+			mem := memstore.New(memstore.Options{SweepInterval: -1})
+			defer mem.Close()
+			var store idem.Store = mem
+			if tt.store != nil {
+				store = tt.store(mem)
+			}
+			eng := idem.New(store)
+			runs := 0
+			var msgs []idem.Message
+			for _, d := range tt.deliveries {
+				msgs = append(msgs, idem.Message{Key: d.key, Fingerprint: d.fp, Fn: func(context.Context) error {
+					runs++
+					return d.fnErr
+				}})
+			}
+			for i, got := range eng.ConsumeBatch(context.Background(), msgs) {
+				d := tt.deliveries[i]
+				if got.Decision != d.decision || d.err == nil && got.Err != nil || d.err != nil && !errors.Is(got.Err, d.err) {
+					t.Fatalf("message %d: %s (%v), want %s (%v)", i, got.Decision, got.Err, d.decision, d.err)
+				}
+			}
+			if want := tt.deliveries[len(tt.deliveries)-1].runs; runs != want {
+				t.Fatalf("handlers ran %d times, want %d", runs, want)
+			}
+		})
 	}
 }
 

@@ -34,7 +34,13 @@
 // # Limits
 //
 //   - Keys: 1 to MaxKeyLen (255) bytes of printable ASCII (0x21–0x7E),
-//     scope prefix and ScopeSeparator included.
+//     as stored (StorageKey): scope prefixes, separators and the escape
+//     byte of a key that holds ScopeSeparator included.
+//   - Scopes: WithScope, Engine.DoScoped and the middleware's Options.Scope
+//     put keys in disjoint namespaces. A key is stored as given when it is
+//     unscoped and holds no ':'; a key with ':' gets a leading ':', so that
+//     no unscoped key can name a scoped record ("alice:k1" sent without a
+//     scope is stored as ":alice:k1", not as tenant alice's "k1").
 //   - Responses: DefaultMaxResponseSize (1 MiB) of body plus header names and
 //     values, configurable with WithMaxResponseSize. A larger response is
 //     returned to the first caller with ErrResponseTooLarge and the key is

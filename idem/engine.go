@@ -36,6 +36,7 @@ type Result struct {
 // safe for concurrent use; create one per store and reuse it.
 type Engine struct {
 	store  Store
+	ops    Store  // store, or its coalescing front (WithCoalescing)
 	waiter Waiter // nil when the store cannot wait
 	cfg    config
 	beats  heartbeats
@@ -60,6 +61,10 @@ func New(store Store, opts ...Option) *Engine {
 		e.cfg.finishTime = e.cfg.leaseTTL
 	}
 	e.waiter, _ = store.(Waiter)
+	e.ops = store
+	if bs, ok := store.(BatchStore); ok && e.cfg.coalesce != nil {
+		e.ops = newCoalescing(store, bs, *e.cfg.coalesce)
+	}
 	return e
 }
 
@@ -76,6 +81,9 @@ func (e *Engine) Close() error {
 
 // Store returns the engine's store.
 func (e *Engine) Store() Store { return e.store }
+
+// Scope returns the engine's scope (WithScope), "" without one.
+func (e *Engine) Scope() string { return e.cfg.scope }
 
 // LeaseTTL returns the configured lease TTL.
 func (e *Engine) LeaseTTL() time.Duration { return e.cfg.leaseTTL }
@@ -108,31 +116,38 @@ func (e *Engine) LeaseTTL() time.Duration { return e.cfg.leaseTTL }
 //
 // Store errors are returned wrapped, never taken as "key is new" (fail
 // closed); an error after a write may have been applied satisfies Ambiguous.
+//
+// The store keeps key under StorageKey(key, scope of WithScope).
 func (e *Engine) Do(ctx context.Context, key string, fp Fingerprint, fn Func) (Result, error) {
-	k := key
-	if e.cfg.scope != "" {
-		var err error
-		if k, err = ScopedKey(e.cfg.scope, key); err != nil {
-			return Result{}, err
-		}
-	} else if err := ValidateKey(key); err != nil {
+	return e.DoScoped(ctx, "", key, fp, fn)
+}
+
+// DoScoped is Do for a key that belongs to scope (a tenant or an account,
+// inside the engine's own WithScope). The store keeps it under
+// StorageKey(key, engine scope, scope), so callers of different scopes, and
+// unscoped callers, never share a record, whatever their keys hold. An empty
+// scope is Do. A scope that holds ScopeSeparator is ErrInvalidKey.
+func (e *Engine) DoScoped(ctx context.Context, scope, key string, fp Fingerprint, fn Func) (Result, error) {
+	k, err := StorageKey(key, e.cfg.scope, scope)
+	if err != nil {
 		return Result{}, err
 	}
 	var deadline time.Time
 	for {
-		lease, rec, err := e.store.Acquire(ctx, k, fp, e.cfg.leaseTTL)
+		t0 := e.now()
+		lease, rec, err := e.ops.Acquire(ctx, k, fp, e.cfg.leaseTTL)
+		tm := timing{mark: e.now()}
+		tm.claim = tm.mark.Sub(t0)
 		if err != nil {
+			e.observeClaim(ctx, k, fp, nil, nil, err, tm)
 			return Result{}, fmt.Errorf("idem: acquire %q: %w", key, err)
 		}
+		e.observeClaim(ctx, k, fp, lease, rec, nil, tm)
 		if lease != nil {
-			return e.execute(ctx, lease, fn)
+			return e.execute(ctx, lease, fn, tm)
 		}
-		if rec.Fingerprint != fp {
-			return Result{}, fmt.Errorf("%w: key %q", ErrFingerprintMismatch, key)
-		}
-		switch rec.Status {
-		case StatusCompleted, StatusFailed:
-			return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Failed: rec.Status == StatusFailed}, nil
+		if res, final, err := answer(key, fp, rec); final {
+			return res, err
 		}
 		if e.cfg.conflictWait <= 0 {
 			return Result{}, fmt.Errorf("%w: key %q", ErrInProgress, key)
@@ -148,6 +163,20 @@ func (e *Engine) Do(ctx context.Context, key string, fp Fingerprint, fn Func) (R
 			return Result{}, err
 		}
 	}
+}
+
+// answer returns what Do returns for a key whose record rec is there:
+// ErrFingerprintMismatch, or the stored response; final is false for a
+// record in progress (a conflict, for the caller to wait on or report).
+func answer(key string, fp Fingerprint, rec *Record) (res Result, final bool, err error) {
+	if rec.Fingerprint != fp {
+		return Result{}, true, fmt.Errorf("%w: key %q", ErrFingerprintMismatch, key)
+	}
+	switch rec.Status {
+	case StatusCompleted, StatusFailed:
+		return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Failed: rec.Status == StatusFailed}, true, nil
+	}
+	return Result{}, false, nil
 }
 
 // wait blocks until the in-progress key may have changed, at most d.
@@ -182,109 +211,4 @@ func (e *Engine) finishCtx(ctx context.Context) (context.Context, context.Cancel
 		return ctx, func() {}
 	}
 	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.finishTime)
-}
-
-// execute runs fn under lease l and records the outcome.
-func (e *Engine) execute(ctx context.Context, l *Lease, fn Func) (res Result, err error) {
-	res.Token = l.Token
-	if err := e.at(ctx, PointAfterAcquire, l); err != nil {
-		return res, err
-	}
-	if l.PrevToken != 0 && e.cfg.recovery != nil {
-		resp, done, err := e.cfg.recovery(ctx, *l)
-		if err != nil {
-			return res, fmt.Errorf("idem: recovery of %q: %w", l.Key, err)
-		}
-		if done {
-			res.Recovered = true
-			return e.complete(ctx, l, res, resp)
-		}
-	}
-	if err := e.at(ctx, PointBeforeFn, l); err != nil {
-		return res, err
-	}
-
-	x := e.startExecution(ctx, l)
-	panicked := true
-	defer func() {
-		if panicked {
-			x.stop()
-			fctx, cancel := e.finishCtx(ctx)
-			_ = e.store.Release(fctx, l)
-			cancel()
-		}
-	}()
-	resp, ferr := fn(x)
-	panicked = false
-	x.stop()
-
-	if err := e.at(ctx, PointAfterFn, l); err != nil {
-		return res, err
-	}
-	if ferr != nil {
-		if !e.cfg.permanent(ferr) && Ambiguous(ferr) {
-			// fn cannot tell whether its side effect happened. Releasing
-			// would let the next attempt run it again as a fresh
-			// execution; instead the key stays in progress until the
-			// lease expires, and the next attempt takes it over (with
-			// PrevToken set), so WithRecovery can find out.
-			return res, ferr
-		}
-		if !e.cfg.permanent(ferr) {
-			fctx, cancel := e.finishCtx(ctx)
-			rerr := e.store.Release(fctx, l)
-			cancel()
-			if rerr != nil {
-				return res, errors.Join(ferr, fmt.Errorf("idem: release %q: %w", l.Key, rerr))
-			}
-			return res, ferr
-		}
-		res.Failed = true
-		res.Response = resp
-		if err := e.fail(ctx, l, resp); err != nil {
-			return res, errors.Join(ferr, err)
-		}
-		if err := e.at(ctx, PointAfterComplete, l); err != nil {
-			return res, err
-		}
-		return res, ferr
-	}
-	return e.complete(ctx, l, res, resp)
-}
-
-// complete stores resp as the completed response of l. A response above the
-// size cap is stored as a failure instead (see Do).
-func (e *Engine) complete(ctx context.Context, l *Lease, res Result, resp Response) (Result, error) {
-	res.Response = resp
-	if serr := resp.CheckSize(e.cfg.maxResponse); serr != nil {
-		res.Failed = true
-		if err := e.fail(ctx, l, resp); err != nil {
-			return res, errors.Join(serr, err)
-		}
-		return res, serr
-	}
-	fctx, cancel := e.finishCtx(ctx)
-	err := e.store.Complete(fctx, l, resp, e.cfg.retention)
-	cancel()
-	if err != nil {
-		return res, fmt.Errorf("idem: complete %q: %w", l.Key, err)
-	}
-	if err := e.at(ctx, PointAfterComplete, l); err != nil {
-		return res, err
-	}
-	return res, nil
-}
-
-// fail stores resp as the failure of l; a response above the size cap is
-// replaced by a 500 that names the reason.
-func (e *Engine) fail(ctx context.Context, l *Lease, resp Response) error {
-	if err := resp.CheckSize(e.cfg.maxResponse); err != nil {
-		resp = Response{Status: 500, Body: []byte(err.Error())}
-	}
-	fctx, cancel := e.finishCtx(ctx)
-	defer cancel()
-	if err := e.store.Fail(fctx, l, resp, e.cfg.retention); err != nil {
-		return fmt.Errorf("idem: fail %q: %w", l.Key, err)
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package idem_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/idembench/idembench/idem"
@@ -27,6 +28,40 @@ func FuzzValidateKey(f *testing.F) {
 			t.Fatalf("error %v does not wrap ErrInvalidKey", err)
 		}
 	})
+}
+
+// FuzzStorageKeyInjective checks that different (scopes, key) pairs never
+// map to one stored key: the tenant-isolation property of StorageKey.
+func FuzzStorageKeyInjective(f *testing.F) {
+	f.Add("alice", "", "k1", "", "", "alice:k1")
+	f.Add("a", "b", "k", "a", "", "b:k")
+	f.Add("", "a", "k", "a", "", "k")
+	f.Add("a", "", ":k", "", "", "a::k")
+	f.Fuzz(func(t *testing.T, s1, s2, k, t1, t2, l string) {
+		a, errA := idem.StorageKey(k, s1, s2)
+		b, errB := idem.StorageKey(l, t1, t2)
+		if errA != nil || errB != nil {
+			return
+		}
+		same := k == l && slices.Equal(named(s1, s2), named(t1, t2))
+		if (a == b) != same {
+			t.Fatalf("StorageKey(%q, %q, %q) = %q and StorageKey(%q, %q, %q) = %q", k, s1, s2, a, l, t1, t2, b)
+		}
+		if err := idem.ValidateKey(a); err != nil {
+			t.Fatalf("stored key %q: %v", a, err)
+		}
+	})
+}
+
+// named drops empty scopes: an empty scope is no scope.
+func named(scopes ...string) []string {
+	var out []string
+	for _, s := range scopes {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func FuzzDecodeResponse(f *testing.F) {

@@ -242,15 +242,26 @@ func (x *execution) beat(tick int64) {
 	}
 	cfg := &x.e.cfg
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.parent), cfg.heartbeat)
+	t0 := x.e.now()
 	err := x.e.store.Heartbeat(ctx, x.lease, cfg.leaseTTL)
 	cancel()
+	ev := Event{Key: x.lease.Key, Token: x.lease.Token, Op: OpHeartbeat, Err: err, Finish: x.e.since(t0)}
 	switch {
 	case err == nil:
 		x.renewedTick.Store(tick)
+		ev.Transition, ev.Op = TransitionHeartbeat, ""
 	case errors.Is(err, ErrLeaseLost):
 		x.loseLease(fmt.Errorf("idem: heartbeat of %q: %w", x.lease.Key, err))
+		ev.Transition = TransitionHeartbeatRefused
 	case time.Duration(x.e.beats.now.Load()-x.renewedTick.Load())*x.e.beats.tick >= cfg.leaseTTL:
-		x.loseLease(fmt.Errorf("%w: key %q not renewed for %s: %w", ErrLeaseLost, x.lease.Key, cfg.leaseTTL, err))
+		ev.Err = fmt.Errorf("%w: key %q not renewed for %s: %w", ErrLeaseLost, x.lease.Key, cfg.leaseTTL, err)
+		x.loseLease(ev.Err)
+		ev.Transition = TransitionHeartbeatRefused
+	default:
+		ev.Transition = TransitionBackendError
+	}
+	if x.e.observing() {
+		x.e.cfg.observer(x.parent, ev)
 	}
 }
 

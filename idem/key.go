@@ -2,9 +2,11 @@ package idem
 
 import (
 	"fmt"
+	"strings"
 )
 
-// MaxKeyLen is the longest accepted key, in bytes, including any scope prefix.
+// MaxKeyLen is the longest accepted key, in bytes, as stored: scope
+// prefixes, separators and the escape byte of StorageKey included.
 const MaxKeyLen = 255
 
 // ScopeSeparator joins a scope (tenant, namespace) and a key.
@@ -28,22 +30,68 @@ func ValidateKey(key string) error {
 	return nil
 }
 
-// ScopedKey prefixes key with scope and ScopeSeparator, so that tenants
-// sharing one store cannot collide. An empty scope returns key unchanged. The
-// result must still pass ValidateKey; the scope itself must not be empty of
-// printable characters or contain the separator.
+// ScopedKey returns the key under which the store keeps key in scope: it is
+// StorageKey(key, scope). An empty scope is the unscoped namespace, which is
+// disjoint from every named scope.
 func ScopedKey(scope, key string) (string, error) {
-	if scope == "" {
-		return key, ValidateKey(key)
-	}
-	for i := 0; i < len(scope); i++ {
-		if scope[i] == ScopeSeparator {
-			return "", fmt.Errorf("%w: scope %q contains %q", ErrInvalidKey, scope, ScopeSeparator)
-		}
-	}
-	k := scope + string(ScopeSeparator) + key
+	return StorageKey(key, scope)
+}
+
+// StorageKey maps a caller's key and its scopes (outermost first, such as
+// the engine's WithScope and then a request's tenant; empty scopes are
+// skipped) to the key the store keeps. Different (scopes, key) pairs never
+// map to one stored key, whatever characters the key holds, so a caller
+// cannot reach another scope's records by putting the separator in its key:
+//
+//	scopes  key       stored
+//	—       "k1"      "k1"            (keys without ':' are stored as given)
+//	—       "a:k1"    ":a:k1"         (a key with ':' gets a leading ':')
+//	"a"     "k1"      "a:k1"
+//	"a"     "b:k1"    "a::b:k1"
+//	"a","b" "k1"      "a:b:k1"
+//
+// The stored form decodes uniquely: scopes are non-empty and hold no ':',
+// so "::" (or a leading ':') appears only where an escaped key begins.
+// Scopes must be printable ASCII without ScopeSeparator; key and result must
+// pass ValidateKey (the result counts against MaxKeyLen). Errors wrap
+// ErrInvalidKey.
+func StorageKey(key string, scopes ...string) (string, error) {
 	if err := ValidateKey(key); err != nil {
 		return "", err
 	}
-	return k, ValidateKey(k)
+	n, named := len(key), 0
+	for _, s := range scopes {
+		if s == "" {
+			continue
+		}
+		if strings.IndexByte(s, ScopeSeparator) >= 0 {
+			return "", fmt.Errorf("%w: scope %q contains %q", ErrInvalidKey, s, ScopeSeparator)
+		}
+		n += len(s) + 1
+		named++
+	}
+	escape := strings.IndexByte(key, ScopeSeparator) >= 0
+	if named == 0 && !escape {
+		return key, nil
+	}
+	if escape {
+		n++
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, s := range scopes {
+		if s != "" {
+			b.WriteString(s)
+			b.WriteByte(ScopeSeparator)
+		}
+	}
+	if escape {
+		b.WriteByte(ScopeSeparator)
+	}
+	b.WriteString(key)
+	k := b.String()
+	if err := ValidateKey(k); err != nil {
+		return "", fmt.Errorf("%w (scoped %q)", err, k)
+	}
+	return k, nil
 }

@@ -28,6 +28,9 @@ type config struct {
 	permanent    func(error) bool
 	recovery     RecoverFunc
 	hook         Hook
+	observer     Observer
+	untimed      bool // WithoutDurations
+	coalesce     *CoalesceOptions
 	clock        Clock
 }
 
@@ -97,8 +100,9 @@ func WithMaxResponseSize(n int) Option {
 	return func(c *config) { c.maxResponse = n }
 }
 
-// WithScope prefixes every key with scope (see ScopedKey), so tenants that
-// share one store cannot collide.
+// WithScope puts every key of the engine in scope (see StorageKey), so
+// tenants that share one store cannot collide, and keys of an unscoped
+// engine on the same store cannot reach them.
 func WithScope(scope string) Option {
 	return func(c *config) { c.scope = scope }
 }

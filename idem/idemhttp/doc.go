@@ -23,15 +23,30 @@
 // outcome has been recorded, so a client that received a response can rely
 // on its retry replaying it.
 //
+// # The key header
+//
+// The Idempotency-Key header is an RFC 8941 string, as the IETF draft
+// defines it: `Idempotency-Key: "8e03978e-40d5"`. A bare value names the
+// same key as its quoted form (`8e03978e-40d5`), for the many clients that
+// send it unquoted. Lists, parameters and malformed strings are refused
+// with 400 invalid_key; ParseKey states the exact rules. The key then
+// follows idem.ValidateKey.
+//
 // # Status codes
 //
 // Error responses of the middleware itself are small JSON problem documents
 // (RFC 9457, Content-Type application/problem+json) whose "reason" member
-// names the cause:
+// names the cause and whose "retry" member tells the client what it may do
+// next: "same_key" (send the request again with the same key, after
+// Retry-After when given), "new_key" (this key cannot serve this request)
+// or "none" (the request was processed but its response cannot be
+// replayed). With Options.DocsURL, every 400, 409 and 422 carries
+// `Link: <DocsURL>; rel="describedby"`:
 //
 //	status  reason                when
 //	400     missing_key           guarded method, no key header, Optional not set
 //	400     invalid_key           empty, too long (idem.MaxKeyLen), not printable ASCII,
+//	                              not one RFC 8941 string (a list, parameters),
 //	                              or the header repeated
 //	400     unreadable_body       reading the request body failed
 //	400     fingerprint_failed    a custom Options.Fingerprint returned an error

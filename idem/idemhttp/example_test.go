@@ -44,10 +44,10 @@ func ExampleMiddleware() {
 	send("order-42", `{"amount":999,"currency":"EUR"}`)
 	fmt.Println("payments made:", payments)
 	// Output:
-	// 400 replayed="" {"type":"about:blank","title":"Bad Request","status":400,"detail":"POST requests need the Idempotency-Key header","reason":"missing_key"}
+	// 400 replayed="" {"type":"about:blank","title":"Bad Request","status":400,"detail":"POST requests need the Idempotency-Key header","reason":"missing_key","retry":"new_key"}
 	// 201 replayed="" {"id":"pay_1"}
 	// 201 replayed="true" {"id":"pay_1"}
-	// 422 replayed="" {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this key was already used by a different request (method, path, query or body differ)","reason":"fingerprint_mismatch"}
+	// 422 replayed="" {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this key was already used by a different request (method, path, query or body differ)","reason":"fingerprint_mismatch","retry":"new_key"}
 	// payments made: 1
 }
 

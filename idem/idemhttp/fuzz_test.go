@@ -167,28 +167,45 @@ func FuzzMiddleware(f *testing.F) {
 	f.Add("PATCH", "POST", "/p", "/p", "", "", "key-1", []byte{}, []byte{}, "Idempotency-Key", "second")
 	f.Add("POST", "POST", "/p", "/p", "application/json", "application/json", "k", []byte(`{"a":1}`), []byte(`{"a":1.0}`), "", "")
 	f.Add("GET", "DELETE", "/", "/", "", "", "", []byte("x"), []byte("y"), "idempotency-key", "raw")
+	f.Add("POST", "POST", "/p", "/p", "", "", `"a\\b\"c"`, []byte("x"), []byte("x"), "", "")
+	f.Add("POST", "POST", "/p", "/p", "", "", `"a", "b"`, []byte("x"), []byte("x"), "", "")
+	f.Add("POST", "POST", "/p", "/p", "", "", `abc;v=1`, []byte("x"), []byte("x"), "", "")
+	f.Add("POST", "POST", "/p", "/p", "", "", ` "k" `, []byte("x"), []byte("x"), "", "")
 	f.Fuzz(func(t *testing.T, m1, m2, t1, t2, ct1, ct2, key string, b1, b2 []byte, hname, hval string) {
 		store := memstore.New(memstore.Options{SweepInterval: -1})
 		defer store.Close()
 		mw := idemhttp.Middleware(idem.New(store), idemhttp.Options{})(echo)
 
+		// The second request names the key in the other syntax when it
+		// can: quoted (RFC 8941 sf-string) after a bare key and bare after
+		// a quoted one. Both must name the same record.
+		key2 := key
+		if parsed, err := idemhttp.ParseKey(key); err == nil {
+			key2 = otherSyntax(key, parsed)
+		}
 		q1, q2 := fuzzReq{m1, t1, ct1, b1}, fuzzReq{m2, t2, ct2, b2}
-		r1, r2 := q1.build(key, hname, hval), q2.build(key, hname, hval)
+		r1, r2 := q1.build(key, hname, hval), q2.build(key2, hname, hval)
 		w1 := httptest.NewRecorder()
 		mw.ServeHTTP(w1, r1)
 		w2 := httptest.NewRecorder()
 		mw.ServeHTTP(w2, r2)
 
-		for _, w := range []*httptest.ResponseRecorder{w1, w2} {
+		for i, w := range []*httptest.ResponseRecorder{w1, w2} {
 			if w.Code < 200 || w.Code > 599 {
 				t.Fatalf("status %d", w.Code)
 			}
+			checkProblem(t, w, []string{m1, m2}[i], []string{key, key2}[i], hname)
+		}
+		same := m1 == m2 && t1 == t2 && ct1 == ct2 && bytes.Equal(b1, b2) && hname == ""
+		if same && guarded(m1) && w1.Code < 500 && w1.Header().Get("Content-Type") != idemhttp.ProblemContentType &&
+			w2.Header().Get(idemhttp.ReplayedHeader) != "true" {
+			t.Fatalf("key %q then %q: the stored %d was not replayed: %d %s", key, key2, w1.Code, w2.Code, w2.Body)
 		}
 		if w1.Header().Get(idemhttp.ReplayedHeader) != "" {
 			t.Fatal("first request replayed")
 		}
 		if w2.Header().Get(idemhttp.ReplayedHeader) != "true" {
-			if w2.Code == http.StatusUnprocessableEntity && m1 == m2 && t1 == t2 && ct1 == ct2 && bytes.Equal(b1, b2) && hname == "" {
+			if w2.Code == http.StatusUnprocessableEntity && same {
 				t.Fatalf("identical request refused as a mismatch: %s", w2.Body)
 			}
 			return
@@ -205,3 +222,53 @@ func FuzzMiddleware(f *testing.F) {
 		}
 	})
 }
+
+// otherSyntax returns the key in the syntax raw does not use: the sf-string
+// of parsed when raw is bare, parsed itself when raw is quoted and parsed
+// can stand bare.
+func otherSyntax(raw, parsed string) string {
+	if !strings.HasPrefix(strings.TrimLeft(raw, " \t"), `"`) {
+		return quoteKey(parsed)
+	}
+	if parsed == "" || strings.ContainsAny(parsed, ",;\"\\( \t") {
+		return raw
+	}
+	return parsed
+}
+
+// quoteKey writes k as an RFC 8941 sf-string.
+func quoteKey(k string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return `"` + r.Replace(k) + `"`
+}
+
+// checkProblem checks a middleware answer against the key syntax: on a
+// guarded method, a key header ParseKey refuses gets 400 invalid_key
+// (unless an extra key header decided first), and every problem carries
+// retry advice.
+func checkProblem(t *testing.T, w *httptest.ResponseRecorder, method, key, hname string) {
+	t.Helper()
+	_, perr := idemhttp.ParseKey(key)
+	mustRefuse := perr != nil && guarded(method) && hname != idemhttp.DefaultHeader
+	if w.Header().Get("Content-Type") != idemhttp.ProblemContentType || w.Header().Get(idemhttp.ReplayedHeader) != "" {
+		if mustRefuse {
+			t.Fatalf("key %q refused by ParseKey (%v) but answered %d %q", key, perr, w.Code, w.Body)
+		}
+		return
+	}
+	var p idemhttp.Problem
+	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+		t.Fatalf("problem %q: %v", w.Body, err)
+	}
+	switch p.Retry {
+	case idemhttp.RetrySameKey, idemhttp.RetryNewKey, idemhttp.RetryNone:
+	default:
+		t.Fatalf("problem %q: retry %q", w.Body, p.Retry)
+	}
+	if mustRefuse && (w.Code != http.StatusBadRequest || p.Reason != idemhttp.ReasonInvalidKey) {
+		t.Fatalf("key %q refused by ParseKey (%v) but answered %d %q", key, perr, w.Code, p.Reason)
+	}
+}
+
+// guarded reports whether the default options guard method.
+func guarded(method string) bool { return method == http.MethodPost || method == http.MethodPatch }

@@ -3,6 +3,7 @@ package idemhttp
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/idembench/idembench/idem"
@@ -38,10 +39,13 @@ type Options struct {
 	// Requests with other methods pass through untouched.
 	Methods []string
 	// Scope, when set, returns a namespace for the request (a tenant or
-	// account id) that prefixes its key (idem.ScopedKey), so that clients
-	// cannot see each other's keys. A scope that makes the key invalid (it
-	// contains idem.ScopeSeparator, or the result is too long) gets 400
-	// invalid_key. It is applied in addition to the engine's idem.WithScope.
+	// account id) in which its key lives (idem.Engine.DoScoped), so that
+	// clients cannot see each other's keys. Requests whose scope is "" live
+	// in the unscoped namespace, which no scoped key can reach and which
+	// reaches no scoped key, whatever the header holds. A scope that makes
+	// the key invalid (it contains idem.ScopeSeparator, or the stored key is
+	// too long) gets 400 invalid_key. It is applied inside the engine's
+	// idem.WithScope.
 	Scope func(r *http.Request) string
 	// Fingerprint identifies the request. Nil means NewFingerprinter with
 	// zero FingerprintOptions (method, path, query, media type and body,
@@ -68,6 +72,12 @@ type Options struct {
 	// RetryAfter is sent, rounded up to whole seconds (at least 1), with
 	// 409 in_progress and 503 unavailable. Zero means DefaultRetryAfter.
 	RetryAfter time.Duration
+	// DocsURL, when set, is sent as `Link: <DocsURL>; rel="describedby"`
+	// with every 400, 409 and 422 the middleware answers, as the IETF
+	// Idempotency-Key draft suggests, so that clients find what the error
+	// means. Spaces, '<', '>', '"', control and non-ASCII bytes in it are
+	// percent-encoded.
+	DocsURL string
 	// OnError, when set, is told about errors the client does not see in
 	// full: store failures (answered with 503), and failures to record the
 	// outcome of a handler that ran (the client got the handler's
@@ -132,6 +142,9 @@ func Middleware(e *idem.Engine, opts Options) func(http.Handler) http.Handler {
 	if h.opts.RetryAfter <= 0 {
 		h.opts.RetryAfter = DefaultRetryAfter
 	}
+	if opts.DocsURL != "" {
+		h.link = "<" + linkTarget(opts.DocsURL) + `>; rel="describedby"`
+	}
 	h.retryAfter = int((h.opts.RetryAfter + time.Second - 1) / time.Second)
 	return func(next http.Handler) http.Handler {
 		if next == nil {
@@ -149,7 +162,8 @@ type handler struct {
 	opts       Options // with defaults filled in
 	methods    map[string]bool
 	keep       func(name string) bool
-	retryAfter int // seconds
+	retryAfter int    // seconds
+	link       string // Link header of 400/409/422, "" without DocsURL
 	next       http.Handler
 }
 
@@ -157,4 +171,18 @@ func (h *handler) onError(r *http.Request, err error) {
 	if h.opts.OnError != nil {
 		h.opts.OnError(r, err)
 	}
+}
+
+// linkTarget percent-encodes the bytes of u that cannot stand between the
+// angle brackets of a Link header.
+func linkTarget(u string) string {
+	var b strings.Builder
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= 0x20 || c >= 0x7f || c == '<' || c == '>' || c == '"' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(u[i])
+	}
+	return b.String()
 }

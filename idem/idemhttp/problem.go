@@ -27,20 +27,58 @@ const (
 	ReasonResponseTooLarge = "response_too_large"
 )
 
+// Retry advice, the "retry" member of a problem document: what a client
+// may do next with its key.
+const (
+	// RetrySameKey: nothing was stored under the key (or a running request
+	// holds it); the client may send the request again with the same key,
+	// after Retry-After when present.
+	RetrySameKey = "same_key"
+	// RetryNewKey: the key cannot be used for this request (missing,
+	// malformed, or already used by a different request); a request must
+	// carry a new key.
+	RetryNewKey = "new_key"
+	// RetryNone: the request was processed and its outcome is stored but
+	// cannot be replayed; neither the same key (the same answer) nor a new
+	// key (a second execution) helps.
+	RetryNone = "none"
+)
+
+// retryAdvice maps each reason to its Retry advice.
+var retryAdvice = map[string]string{
+	ReasonMissingKey:           RetryNewKey,
+	ReasonInvalidKey:           RetryNewKey,
+	ReasonFingerprintMismatch:  RetryNewKey,
+	ReasonUnreadableBody:       RetrySameKey,
+	ReasonFingerprintFailed:    RetrySameKey,
+	ReasonBodyTooLarge:         RetrySameKey,
+	ReasonInProgress:           RetrySameKey,
+	ReasonUnavailable:          RetrySameKey,
+	ReasonAborted:              RetrySameKey,
+	ReasonUnreplayableResponse: RetryNone,
+	ReasonResponseTooLarge:     RetryNone,
+}
+
 // Problem is the JSON problem document (RFC 9457) the middleware writes.
 // Type is always "about:blank" and Title the status text, as the RFC asks
-// for that type; Reason is the machine-readable cause.
+// for that type; Reason is the machine-readable cause and Retry says
+// whether the client may retry with the same key (RetrySameKey), must use a
+// new one (RetryNewKey), or should not retry (RetryNone).
 type Problem struct {
 	Type   string `json:"type"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
 	Reason string `json:"reason"`
+	Retry  string `json:"retry"`
 }
 
 // newProblem returns the problem document for status and reason.
 func newProblem(status int, reason, detail string) Problem {
-	return Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Reason: reason}
+	return Problem{
+		Type: "about:blank", Title: http.StatusText(status), Status: status,
+		Detail: detail, Reason: reason, Retry: retryAdvice[reason],
+	}
 }
 
 // body encodes p. Encoding a Problem cannot fail.
@@ -50,16 +88,23 @@ func (p Problem) body() []byte {
 }
 
 // writeProblem writes a problem document. retryAfter > 0 adds Retry-After
-// in whole seconds.
-func writeProblem(w http.ResponseWriter, status int, reason, detail string, retryAfter int) {
-	h := w.Header()
-	h.Set("Content-Type", ProblemContentType)
-	h.Set("Cache-Control", "no-store")
+// in whole seconds. A 400, 409 or 422 carries a Link to Options.DocsURL
+// (rel="describedby") when one is configured.
+func (h *handler) writeProblem(w http.ResponseWriter, status int, reason, detail string, retryAfter int) {
+	hd := w.Header()
+	hd.Set("Content-Type", ProblemContentType)
+	hd.Set("Cache-Control", "no-store")
 	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(retryAfter))
+		hd.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	if h.link != "" {
+		switch status {
+		case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
+			hd.Add("Link", h.link)
+		}
 	}
 	b := newProblem(status, reason, detail).body()
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -24,34 +24,39 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.next.ServeHTTP(w, r)
 			return
 		}
-		writeProblem(w, http.StatusBadRequest, ReasonMissingKey,
+		h.writeProblem(w, http.StatusBadRequest, ReasonMissingKey,
 			fmt.Sprintf("%s requests need the %s header", r.Method, h.opts.Header), 0)
 		return
 	}
 	if len(values) > 1 {
-		writeProblem(w, http.StatusBadRequest, ReasonInvalidKey,
+		h.writeProblem(w, http.StatusBadRequest, ReasonInvalidKey,
 			fmt.Sprintf("the %s header appears %d times", h.opts.Header, len(values)), 0)
 		return
 	}
-	key, err := h.key(r, values[0])
+	key, err := ParseKey(values[0])
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, err.Error(), 0)
+		h.writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, err.Error(), 0)
+		return
+	}
+	scope := h.scope(r)
+	if _, err := idem.StorageKey(key, h.engine.Scope(), scope); err != nil {
+		h.writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, err.Error(), 0)
 		return
 	}
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeProblem(w, http.StatusRequestEntityTooLarge, ReasonBodyTooLarge,
+			h.writeProblem(w, http.StatusRequestEntityTooLarge, ReasonBodyTooLarge,
 				fmt.Sprintf("request body above %d bytes", tooLarge.Limit), 0)
 			return
 		}
-		writeProblem(w, http.StatusBadRequest, ReasonUnreadableBody, "reading the request body failed", 0)
+		h.writeProblem(w, http.StatusBadRequest, ReasonUnreadableBody, "reading the request body failed", 0)
 		return
 	}
 	fp, err := h.opts.Fingerprint(r, body)
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, ReasonFingerprintFailed, err.Error(), 0)
+		h.writeProblem(w, http.StatusBadRequest, ReasonFingerprintFailed, err.Error(), 0)
 		return
 	}
 
@@ -59,7 +64,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c     *capture
 		fnErr error
 	)
-	res, err := h.engine.Do(r.Context(), key, fp, func(ctx context.Context) (idem.Response, error) {
+	res, err := h.engine.DoScoped(r.Context(), scope, key, fp, func(ctx context.Context) (idem.Response, error) {
 		c = newCapture(w, h.opts.MaxResponseSize, h.keep)
 		h.next.ServeHTTP(c, withBody(ctx, r, body))
 		var resp idem.Response
@@ -73,12 +78,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.respond(w, r, res, err)
 }
 
-// key validates the header value and applies Options.Scope.
-func (h *handler) key(r *http.Request, value string) (string, error) {
+// scope returns the request's scope (Options.Scope), "" without one. The
+// engine keeps the key in that scope (idem.Engine.DoScoped), so no header
+// value can name another tenant's record.
+func (h *handler) scope(r *http.Request) string {
 	if h.opts.Scope == nil {
-		return value, idem.ValidateKey(value)
+		return ""
 	}
-	return idem.ScopedKey(h.opts.Scope(r), value)
+	return h.opts.Scope(r)
 }
 
 // readBody reads the whole request body within the limit; a body above it
@@ -137,7 +144,7 @@ func (h *handler) outcome(c *capture) (idem.Response, error) {
 func (h *handler) afterRun(w http.ResponseWriter, r *http.Request, c *capture, err, fnErr error) {
 	if errors.Is(err, idem.ErrAborted) {
 		if !c.spilled {
-			writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
+			h.writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
 		}
 		return
 	}
@@ -153,20 +160,20 @@ func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Resul
 	case err == nil:
 		h.replay(w, res.Response)
 	case errors.Is(err, idem.ErrInvalidKey):
-		writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, err.Error(), 0)
+		h.writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, err.Error(), 0)
 	case errors.Is(err, idem.ErrFingerprintMismatch):
-		writeProblem(w, http.StatusUnprocessableEntity, ReasonFingerprintMismatch,
+		h.writeProblem(w, http.StatusUnprocessableEntity, ReasonFingerprintMismatch,
 			"this key was already used by a different request (method, path, query or body differ)", 0)
 	case errors.Is(err, idem.ErrInProgress):
-		writeProblem(w, http.StatusConflict, ReasonInProgress,
+		h.writeProblem(w, http.StatusConflict, ReasonInProgress,
 			"a request with this key is still being processed; retry later", h.retryAfter)
 	case errors.Is(err, idem.ErrAborted):
-		writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
+		h.writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
 	default:
 		if r.Context().Err() == nil {
 			h.onError(r, err)
 		}
-		writeProblem(w, http.StatusServiceUnavailable, ReasonUnavailable,
+		h.writeProblem(w, http.StatusServiceUnavailable, ReasonUnavailable,
 			"the idempotency store is unavailable; the request was not processed", h.retryAfter)
 	}
 }
@@ -174,7 +181,7 @@ func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Resul
 // replay writes a stored response and the replay marker.
 func (h *handler) replay(w http.ResponseWriter, resp idem.Response) {
 	if resp.Status < 200 || resp.Status > 599 {
-		writeProblem(w, http.StatusInternalServerError, ReasonUnreplayableResponse,
+		h.writeProblem(w, http.StatusInternalServerError, ReasonUnreplayableResponse,
 			fmt.Sprintf("the stored response has status %d", resp.Status), 0)
 		return
 	}

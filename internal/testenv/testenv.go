@@ -136,3 +136,39 @@ func startPostgres(ctx context.Context) (string, error) {
 	}
 	return "postgres://postgres:postgres@" + ep + "/test?sslmode=disable", nil
 }
+
+// Environment variables of the message brokers. Brokers are never started
+// in Docker: a test finds them through these variables or skips (fails
+// under IDEM_REQUIRE_BACKENDS=1).
+const (
+	AMQPEnv = "IDEM_AMQP_URL"
+	NATSEnv = "IDEM_NATS_URL"
+)
+
+// AMQPURL returns the amqp:// URL of a RabbitMQ server for tests (for
+// example amqp://guest:guest@127.0.0.1:5672/), or skips or fails t.
+func AMQPURL(t testing.TB) string {
+	t.Helper()
+	return fromEnv(t, AMQPEnv)
+}
+
+// NATSURL returns the nats:// URL of a NATS server with JetStream enabled
+// for tests (for example nats://127.0.0.1:4222), or skips or fails t.
+func NATSURL(t testing.TB) string {
+	t.Helper()
+	return fromEnv(t, NATSEnv)
+}
+
+// fromEnv returns the value of env, or skips t with a message naming env,
+// or fails it when IDEM_REQUIRE_BACKENDS=1.
+func fromEnv(t testing.TB, env string) string {
+	t.Helper()
+	if u := os.Getenv(env); u != "" {
+		return u
+	}
+	if Required() {
+		t.Fatalf("backend required (%s=1) but unavailable: %s is not set", RequireEnv, env)
+	}
+	t.Skipf("skipping: %s is not set (set it to run this test)", env)
+	return ""
+}

@@ -1,0 +1,224 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// errShortBatch reports a BatchStore that answered fewer entries than asked.
+var errShortBatch = errors.New("batch store answered fewer entries than calls")
+
+// CoalesceOptions configures WithCoalescing. Zero fields take the defaults.
+type CoalesceOptions struct {
+	// MaxInFlight is how many batches may be on their way to the store at
+	// once (default 4). A call that finds them all busy waits and leaves
+	// with the next batch.
+	MaxInFlight int
+	// MaxBatch caps the calls of one batch (default 128).
+	MaxBatch int
+}
+
+// WithCoalescing groups the claims and the outcome writes of concurrent Do
+// calls into batches, when the store is a BatchStore (otherwise it does
+// nothing), the way auto-pipelining clients do: a call that finds fewer
+// than MaxInFlight batches under way is sent at once, alone, as a plain
+// Acquire or Complete; calls that arrive while they are all under way are
+// sent together as the next batch (AcquireBatch, FinishBatch) as soon as one
+// returns. A lone caller therefore never waits for a batch; many callers
+// share round trips. Per key the semantics are unchanged. A call whose
+// context ends while it waits in a batch returns an error that satisfies
+// Ambiguous (the batch may have been sent). Heartbeats and reads are not
+// coalesced.
+func WithCoalescing(o CoalesceOptions) Option {
+	return func(c *config) {
+		if o.MaxInFlight <= 0 {
+			o.MaxInFlight = 4
+		}
+		if o.MaxBatch <= 0 {
+			o.MaxBatch = 128
+		}
+		c.coalesce = &o
+	}
+}
+
+// coalescing is a Store whose Acquire, Complete, Fail and Release calls are
+// grouped into batches of the BatchStore beneath it.
+type coalescing struct {
+	Store
+	acquires *coalescer[acquireCall, AcquireResult]
+	finishes *coalescer[finishCall, error]
+}
+
+type acquireCall struct {
+	req AcquireRequest
+	ttl time.Duration
+}
+
+type finishCall struct {
+	f         Finish
+	retention time.Duration
+}
+
+func newCoalescing(st Store, bs BatchStore, o CoalesceOptions) *coalescing {
+	c := &coalescing{Store: st}
+	c.acquires = &coalescer[acquireCall, AcquireResult]{max: o.MaxInFlight, maxBatch: o.MaxBatch,
+		single: func(ctx context.Context, a acquireCall) AcquireResult {
+			var r AcquireResult
+			r.Lease, r.Record, r.Err = st.Acquire(ctx, a.req.Key, a.req.Fingerprint, a.ttl)
+			return r
+		},
+		batch: func(ctx context.Context, as []acquireCall) []AcquireResult {
+			reqs := make([]AcquireRequest, len(as))
+			for i, a := range as {
+				reqs[i] = a.req
+			}
+			return bs.AcquireBatch(ctx, reqs, as[0].ttl)
+		},
+		class: func(a acquireCall) (string, time.Duration) { return a.req.Key, a.ttl },
+		fail:  func(err error) AcquireResult { return AcquireResult{Err: err} },
+	}
+	c.finishes = &coalescer[finishCall, error]{max: o.MaxInFlight, maxBatch: o.MaxBatch,
+		single: func(ctx context.Context, f finishCall) error {
+			switch f.f.Kind {
+			case FinishComplete:
+				return st.Complete(ctx, f.f.Lease, f.f.Response, f.retention)
+			case FinishFail:
+				return st.Fail(ctx, f.f.Lease, f.f.Response, f.retention)
+			}
+			return st.Release(ctx, f.f.Lease)
+		},
+		batch: func(ctx context.Context, fs []finishCall) []error {
+			out := make([]Finish, len(fs))
+			for i, f := range fs {
+				out[i] = f.f
+			}
+			return bs.FinishBatch(ctx, out, fs[0].retention)
+		},
+		class: func(f finishCall) (string, time.Duration) { return f.f.Lease.Key, f.retention },
+		fail:  func(err error) error { return err },
+	}
+	return c
+}
+
+func (c *coalescing) Acquire(ctx context.Context, key string, fp Fingerprint, ttl time.Duration) (*Lease, *Record, error) {
+	r := c.acquires.do(ctx, acquireCall{AcquireRequest{key, fp}, ttl})
+	return r.Lease, r.Record, r.Err
+}
+
+func (c *coalescing) Complete(ctx context.Context, l *Lease, resp Response, retention time.Duration) error {
+	return c.finishes.do(ctx, finishCall{Finish{FinishComplete, l, resp}, retention})
+}
+
+func (c *coalescing) Fail(ctx context.Context, l *Lease, resp Response, retention time.Duration) error {
+	return c.finishes.do(ctx, finishCall{Finish{FinishFail, l, resp}, retention})
+}
+
+func (c *coalescing) Release(ctx context.Context, l *Lease) error {
+	return c.finishes.do(ctx, finishCall{Finish{Kind: FinishRelease, Lease: l}, 0})
+}
+
+// coalescer sends calls of type C alone while fewer than max batches are
+// under way, and queues them otherwise; whoever ends a batch sends the
+// queue as the next one.
+type coalescer[C, R any] struct {
+	max, maxBatch int
+	single        func(context.Context, C) R
+	batch         func(context.Context, []C) []R
+	class         func(C) (key string, d time.Duration) // calls with one d and distinct keys share a batch
+	fail          func(error) R
+
+	mu       sync.Mutex
+	inflight int
+	queue    []*waiting[C, R]
+}
+
+type waiting[C, R any] struct {
+	ctx  context.Context
+	call C
+	done chan R
+}
+
+// do makes call alone or in the next batch and returns its result.
+func (q *coalescer[C, R]) do(ctx context.Context, call C) R {
+	q.mu.Lock()
+	if q.inflight < q.max {
+		q.inflight++
+		q.mu.Unlock()
+		r := q.single(ctx, call)
+		q.next()
+		return r
+	}
+	w := &waiting[C, R]{ctx: ctx, call: call, done: make(chan R, 1)}
+	q.queue = append(q.queue, w)
+	q.mu.Unlock()
+	select {
+	case r := <-w.done:
+		return r
+	case <-ctx.Done():
+		return q.fail(MarkAmbiguous(context.Cause(ctx)))
+	}
+}
+
+// next ends one batch slot: it sends the queued calls as the next batch, in
+// a goroutine so that the caller that ended the batch returns at once, or
+// frees the slot when nothing waits.
+func (q *coalescer[C, R]) next() {
+	q.mu.Lock()
+	if len(q.queue) == 0 {
+		q.inflight--
+		q.mu.Unlock()
+		return
+	}
+	group := q.take()
+	q.mu.Unlock()
+	go func() {
+		q.send(group)
+		q.next()
+	}()
+}
+
+// take removes the next batch from the queue: up to maxBatch calls, in
+// order, with the first one's duration and distinct keys. q.mu is held.
+func (q *coalescer[C, R]) take() []*waiting[C, R] {
+	_, d := q.class(q.queue[0].call)
+	keys := make(map[string]struct{}, min(len(q.queue), q.maxBatch))
+	var group []*waiting[C, R]
+	rest := q.queue[:0:0]
+	for _, w := range q.queue {
+		k, wd := q.class(w.call)
+		_, dup := keys[k]
+		if len(group) < q.maxBatch && wd == d && !dup {
+			keys[k] = struct{}{}
+			group = append(group, w)
+		} else {
+			rest = append(rest, w)
+		}
+	}
+	q.queue = rest
+	return group
+}
+
+// send makes the calls of group in one batch (one call alone) and hands out
+// the results. The batch runs under the first call's context without its
+// cancellation: callers whose context ends stop waiting on their own.
+func (q *coalescer[C, R]) send(group []*waiting[C, R]) {
+	ctx := context.WithoutCancel(group[0].ctx)
+	if len(group) == 1 {
+		group[0].done <- q.single(ctx, group[0].call)
+		return
+	}
+	calls := make([]C, len(group))
+	for i, w := range group {
+		calls[i] = w.call
+	}
+	res := q.batch(ctx, calls)
+	for i, w := range group {
+		if i < len(res) {
+			w.done <- res[i]
+		} else {
+			w.done <- q.fail(MarkAmbiguous(BackendError("coalesced batch", errShortBatch)))
+		}
+	}
+}

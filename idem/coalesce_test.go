@@ -1,0 +1,64 @@
+package idem_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/backends/memstore"
+	"github.com/idembench/idembench/idem"
+)
+
+// slowBatchStore is a memstore whose every call takes 2ms, as a network
+// round trip would, and which counts the batches it is sent.
+type slowBatchStore struct {
+	*memstore.Store
+	batches, batched, singles atomic.Int64
+}
+
+func (s *slowBatchStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
+	s.singles.Add(1)
+	time.Sleep(2 * time.Millisecond)
+	return s.Store.Acquire(ctx, key, fp, ttl)
+}
+
+func (s *slowBatchStore) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, ttl time.Duration) []idem.AcquireResult {
+	s.batches.Add(1)
+	s.batched.Add(int64(len(reqs)))
+	time.Sleep(2 * time.Millisecond)
+	return s.Store.AcquireBatch(ctx, reqs, ttl)
+}
+
+func TestCoalescingGroupsConcurrentClaimsOnly(t *testing.T) {
+	for _, tc := range []struct {
+		callers     int
+		wantBatches bool
+	}{{1, false}, {32, true}} {
+		t.Run(fmt.Sprint(tc.callers, " callers"), func(t *testing.T) {
+			st := &slowBatchStore{Store: newStore(t)}
+			e := idem.New(st, idem.WithCoalescing(idem.CoalesceOptions{MaxInFlight: 1}))
+			defer e.Close()
+			var wg sync.WaitGroup
+			for c := range tc.callers {
+				wg.Go(func() {
+					for i := range 10 {
+						if _, err := e.Do(context.Background(), fmt.Sprintf("k%d-%d", c, i), fpA, ok("x")); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			total := st.singles.Load() + st.batched.Load()
+			if total != int64(tc.callers*10) {
+				t.Fatalf("%d claims reached the store, want %d", total, tc.callers*10)
+			}
+			if got := st.batches.Load() > 0; got != tc.wantBatches {
+				t.Fatalf("%d batches (%d claims in them, %d alone); want batches: %v", st.batches.Load(), st.batched.Load(), st.singles.Load(), tc.wantBatches)
+			}
+		})
+	}
+}

@@ -1,0 +1,198 @@
+package idemamqp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// DefaultRequeueDelay is how long Settle waits before requeuing a message
+// whose key another consumer holds, when Options.RequeueDelay is zero.
+const DefaultRequeueDelay = 200 * time.Millisecond
+
+// Handler processes one delivery under its key's lease: it applies the
+// message's side effect. Its ctx carries the lease (idem.LeaseFrom) and is
+// cancelled if the lease is lost. An error marked with idem.Permanent is a
+// poison message (dead-lettered); any other error requeues the message.
+type Handler func(ctx context.Context, d *amqp.Delivery) error
+
+// KeyFunc returns the idempotency key of a delivery. An error makes the
+// message invalid: it is dead-lettered.
+type KeyFunc func(d *amqp.Delivery) (string, error)
+
+// Action is what Settle does with a delivery.
+type Action uint8
+
+// The actions.
+const (
+	// Ack acknowledges the delivery: it was processed now or before.
+	Ack Action = iota + 1
+	// Requeue negatively acknowledges it with requeue, at once.
+	Requeue
+	// RequeueLater requeues it after Options.RequeueDelay: another
+	// consumer holds its key.
+	RequeueLater
+	// DeadLetter rejects it without requeue: it goes to the queue's
+	// dead-letter exchange.
+	DeadLetter
+)
+
+// String returns "ack", "requeue", "requeue-later", "dead-letter" or
+// "action(N)".
+func (a Action) String() string {
+	switch a {
+	case Ack:
+		return "ack"
+	case Requeue:
+		return "requeue"
+	case RequeueLater:
+		return "requeue-later"
+	case DeadLetter:
+		return "dead-letter"
+	}
+	return fmt.Sprintf("action(%d)", uint8(a))
+}
+
+// Options configures a Consumer. The zero value is ready to use.
+type Options struct {
+	// Key returns a delivery's idempotency key; nil means MessageID.
+	Key KeyFunc
+	// Fingerprint returns the fingerprint of a delivery's request; nil
+	// means idem.NewFingerprint of the body.
+	Fingerprint func(d *amqp.Delivery) idem.Fingerprint
+	// RequeueDelay is how long RequeueLater waits; zero means
+	// DefaultRequeueDelay.
+	RequeueDelay time.Duration
+}
+
+// Consumer processes deliveries through an idem.Engine. It is safe for
+// concurrent use (it keeps no state of its own).
+type Consumer struct {
+	engine *idem.Engine
+	fn     Handler
+	opts   Options
+}
+
+// New returns a Consumer that runs fn under engine. It panics if engine or
+// fn is nil.
+func New(engine *idem.Engine, fn Handler, opts Options) *Consumer {
+	if engine == nil || fn == nil {
+		panic("idemamqp: New with nil engine or handler")
+	}
+	if opts.Key == nil {
+		opts.Key = MessageID
+	}
+	if opts.Fingerprint == nil {
+		opts.Fingerprint = func(d *amqp.Delivery) idem.Fingerprint { return idem.NewFingerprint(d.Body) }
+	}
+	if opts.RequeueDelay <= 0 {
+		opts.RequeueDelay = DefaultRequeueDelay
+	}
+	return &Consumer{engine: engine, fn: fn, opts: opts}
+}
+
+// MessageID is the default KeyFunc: the delivery's message-id property. An
+// empty message-id is an error wrapping idem.ErrInvalidKey.
+func MessageID(d *amqp.Delivery) (string, error) {
+	if d.MessageId == "" {
+		return "", fmt.Errorf("%w: message has no message-id", idem.ErrInvalidKey)
+	}
+	return d.MessageId, nil
+}
+
+// HeaderKey returns a KeyFunc that reads the header name, which must hold
+// a non-empty string (or byte slice); anything else is an error wrapping
+// idem.ErrInvalidKey.
+func HeaderKey(name string) KeyFunc {
+	return func(d *amqp.Delivery) (string, error) {
+		switch v := d.Headers[name].(type) {
+		case string:
+			if v != "" {
+				return v, nil
+			}
+		case []byte:
+			if len(v) > 0 {
+				return string(v), nil
+			}
+		}
+		return "", fmt.Errorf("%w: header %q missing, empty or not a string", idem.ErrInvalidKey, name)
+	}
+}
+
+// Handle processes d (Process) and settles it (Settle). It returns the
+// action taken and the handler's or the engine's error, joined with the
+// settle error if acknowledging failed.
+func (c *Consumer) Handle(ctx context.Context, d *amqp.Delivery) (Action, error) {
+	a, err := c.Process(ctx, d)
+	if serr := c.Settle(ctx, d, a); serr != nil {
+		return a, errors.Join(err, serr)
+	}
+	return a, err
+}
+
+// Process runs d through Engine.Consume and returns what to do with it,
+// without acknowledging anything: a caller that must not settle (a
+// consumer that is going down) simply drops d, and the broker redelivers
+// it once the channel closes. The error is the handler's or the engine's
+// (an invalid key wraps idem.ErrInvalidKey).
+func (c *Consumer) Process(ctx context.Context, d *amqp.Delivery) (Action, error) {
+	key, err := c.opts.Key(d)
+	if err != nil {
+		return DeadLetter, err
+	}
+	dec, err := c.engine.Consume(ctx, key, c.opts.Fingerprint(d), func(ctx context.Context) error {
+		return c.fn(ctx, d)
+	})
+	return actionOf(dec, err), err
+}
+
+// actionOf maps a Consume result to an Action.
+func actionOf(dec idem.Decision, err error) Action {
+	switch dec {
+	case idem.Ack:
+		if err != nil {
+			return DeadLetter // the handler failed permanently, now
+		}
+		return Ack
+	case idem.Requeue:
+		return RequeueLater
+	case idem.Reject:
+		return DeadLetter
+	}
+	return Requeue
+}
+
+// Settle performs a on d: Ack(false), Nack(false, true), Nack(false, true)
+// after the requeue delay, or Reject(false). A ctx that ends during the
+// delay requeues at once. An unknown action is an error and settles
+// nothing.
+func (c *Consumer) Settle(ctx context.Context, d *amqp.Delivery, a Action) error {
+	var err error
+	switch a {
+	case Ack:
+		err = d.Ack(false)
+	case Requeue:
+		err = d.Nack(false, true)
+	case RequeueLater:
+		t := time.NewTimer(c.opts.RequeueDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		err = d.Nack(false, true)
+	case DeadLetter:
+		err = d.Reject(false)
+	default:
+		return fmt.Errorf("idemamqp: unknown action %d", uint8(a))
+	}
+	if err != nil {
+		return fmt.Errorf("idemamqp: %s delivery %d: %w", a, d.DeliveryTag, err)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,58 @@ func BenchmarkDoVsBaseline(b *testing.B) {
 	}
 }
 
+// BenchmarkObserverOverhead times Do with unique keys without an observer
+// and with a counting one (an atomic add per transition), first with
+// idem.WithoutDurations (no clock read for the observer: overhead-%, the
+// target is ≤ 5 %), then with the durations (four monotonic clock reads per
+// Do: timed-overhead-%). Each figure is the median of nine ABBA rounds of
+// one-second runs (overheadRounds).
+//
+//	go test -run '^$' -bench ObserverOverhead -benchtime 1x ./backends/memstore/
+func BenchmarkObserverOverhead(b *testing.B) {
+	// The counters are striped by token, as a metrics library stripes
+	// its cells, so that two cores do not fight over one cache line.
+	var counts [64]struct {
+		n [16]atomic.Uint64
+		_ [64]byte
+	}
+	count := idem.WithObserver(func(_ context.Context, ev idem.Event) { counts[ev.Token%64].n[ev.Transition&15].Add(1) })
+	for range b.N {
+		plain, observed, overhead := overheadRounds(count, idem.WithoutDurations())
+		_, timed, timedOverhead := overheadRounds(count)
+		b.ReportMetric(plain, "do/s")
+		b.ReportMetric(observed, "observed-do/s")
+		b.ReportMetric(overhead, "overhead-%")
+		b.ReportMetric(timed, "timed-do/s")
+		b.ReportMetric(timedOverhead, "timed-overhead-%")
+	}
+}
+
+// overheadRounds measures Do with and without opts in nine rounds of
+// plain, observed, observed, plain (the other way round every other round),
+// so a drift in the machine's speed cancels, and returns the median rates
+// and the median overhead (percent) of the rounds.
+func overheadRounds(opts ...idem.Option) (plain, observed, overhead float64) {
+	var plains, observeds, overheads []float64
+	for r := range 9 {
+		var p, o float64
+		if r%2 == 0 {
+			p = rate(engineOp(uniqueKeys))
+			o = rate(engineOpWith(uniqueKeys, opts...)) + rate(engineOpWith(uniqueKeys, opts...))
+			p += rate(engineOp(uniqueKeys))
+		} else {
+			o = rate(engineOpWith(uniqueKeys, opts...))
+			p = rate(engineOp(uniqueKeys)) + rate(engineOp(uniqueKeys))
+			o += rate(engineOpWith(uniqueKeys, opts...))
+		}
+		plains, observeds, overheads = append(plains, p/2), append(observeds, o/2), append(overheads, 100*(1-o/p))
+	}
+	for _, xs := range [][]float64{plains, observeds, overheads} {
+		slices.Sort(xs)
+	}
+	return plains[4], observeds[4], overheads[4]
+}
+
 // op performs one claim+complete cycle for key number i of worker w.
 type op func(w, i uint64, buf []byte) error
 
@@ -120,9 +173,11 @@ func hotKeys(_, i uint64, _ []byte) string { return hotNames[i%uint64(len(hotNam
 
 var benchResp = idem.Response{Status: 201, Body: []byte(`{"id":"p_1"}`)}
 
-func engineOp(keys keyGen) (op, func()) {
+func engineOp(keys keyGen) (op, func()) { return engineOpWith(keys) }
+
+func engineOpWith(keys keyGen, opts ...idem.Option) (op, func()) {
 	store := memstore.New(memstore.Options{SweepInterval: -1})
-	e := idem.New(store)
+	e := idem.New(store, opts...)
 	fp := idem.FingerprintString("bench")
 	fn := func(context.Context) (idem.Response, error) { return benchResp, nil }
 	ctx := context.Background()

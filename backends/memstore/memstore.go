@@ -172,7 +172,11 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := s.clock.Now()
+	return s.acquireLocked(sh, key, fp, leaseTTL, s.clock.Now())
+}
+
+// acquireLocked is Acquire with sh's lock held.
+func (s *Store) acquireLocked(sh *shard, key string, fp idem.Fingerprint, leaseTTL time.Duration, now time.Time) (*idem.Lease, *idem.Record, error) {
 	e := sh.live(key, now)
 	var prev idem.Token
 	if e != nil {
@@ -246,7 +250,11 @@ func (s *Store) finish(ctx context.Context, l *idem.Lease, st idem.Status, resp 
 	sh := s.shard(l.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := s.clock.Now()
+	return sh.finishLocked(l, st, resp, retention, s.clock.Now())
+}
+
+// finishLocked is Complete or Fail with sh's lock held.
+func (sh *shard) finishLocked(l *idem.Lease, st idem.Status, resp idem.Response, retention time.Duration, now time.Time) error {
 	e, err := sh.owned(l, now)
 	if err != nil {
 		return err
@@ -265,7 +273,12 @@ func (s *Store) Release(ctx context.Context, l *idem.Lease) error {
 	sh := s.shard(l.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if _, err := sh.owned(l, s.clock.Now()); err != nil {
+	return sh.releaseLocked(l, s.clock.Now())
+}
+
+// releaseLocked is Release with sh's lock held.
+func (sh *shard) releaseLocked(l *idem.Lease, now time.Time) error {
+	if _, err := sh.owned(l, now); err != nil {
 		return err
 	}
 	delete(sh.entries, l.Key)

@@ -36,6 +36,18 @@ func TestConformanceManualClock(t *testing.T) {
 	})
 }
 
+func TestBatchConformance(t *testing.T) {
+	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	storetest.RunBatch(t, storetest.Config{
+		New: func(t *testing.T) idem.Store {
+			s := New(Options{Clock: clock, SweepInterval: -1})
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		Advance: clock.Advance,
+	})
+}
+
 func TestConformanceRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time suite sleeps; skipped with -short")

@@ -37,11 +37,7 @@ var (
 // NewCheckThenAct returns a CheckThenAct store. Options.Window sets the gap
 // between the read and the write (see Options).
 func NewCheckThenAct(opts Options) *CheckThenAct {
-	w := opts.Window
-	if w == 0 {
-		w = DefaultWindow
-	}
-	s := &CheckThenAct{window: w}
+	s := &CheckThenAct{window: windowOf(opts)}
 	s.init(opts)
 	return s
 }
@@ -70,15 +66,28 @@ func (s *CheckThenAct) Acquire(ctx context.Context, key string, fp idem.Fingerpr
 		return nil, rec, nil
 	}
 
-	// The gap between the two steps.
-	if s.window > 0 {
-		time.Sleep(s.window)
-	} else {
-		runtime.Gosched()
-	}
+	gap(s.window)
 
 	// Act, on what was read.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.claim(key, fp, leaseTTL, s.clock.Now(), prev), nil, nil
+}
+
+// windowOf is the read-to-write gap opts asks for (see Options.Window).
+func windowOf(opts Options) time.Duration {
+	if opts.Window == 0 {
+		return DefaultWindow
+	}
+	return opts.Window
+}
+
+// gap waits out the window between the two steps of a non-atomic
+// transition: sleeps for w, or only yields the processor when w < 0.
+func gap(w time.Duration) {
+	if w > 0 {
+		time.Sleep(w)
+		return
+	}
+	runtime.Gosched()
 }

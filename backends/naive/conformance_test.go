@@ -81,7 +81,9 @@ type childResult struct {
 	output   string
 }
 
-var caseLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): ` + childTest + `/(\S+)`)
+// caseLine matches a case's verdict line: storetest runs case C of group G
+// as subtest G/C.
+var caseLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): ` + childTest + `/[a-z]+/(\S+)`)
 
 // runChild runs storetest against design in a child process.
 func runChild(t *testing.T, design string) childResult {
@@ -144,6 +146,12 @@ func TestDesignsFailConformance(t *testing.T) {
 		{design: "delete-on-error", wantFailed: []string{"StaleTokenWritesAreFencedOff", "WritesAfterCompletionAreFencedOff"}},
 		{design: "no-expiry", wantFailed: []string{"TakeOverOnlyAfterExpiryWithHigherToken"}},
 		{design: "no-heartbeat", wantFailed: []string{"HeartbeatExtendsLease", "ExpiredLeaseNotTakenOverIsStillOwned"}},
+		{design: "token-restart", wantFailed: []string{"ReleaseMakesKeyAbsentAndRetryable", "TokensIncreaseAcrossReleaseAndRetention"}},
+		{design: "racy-takeover", wantFailed: []string{"ConcurrentTakeOverGrantsExactlyOneLease"}},
+		{design: "unfenced-heartbeat", wantFailed: []string{"StaleTokenWritesAreFencedOff", "WritesAfterCompletionAreFencedOff"}},
+		{design: "fail-open", wantFailed: []string{"ConcurrentAcquireGrantsExactlyOneLease", "ConcurrentTakeOverGrantsExactlyOneLease"}},
+		{design: "keeps-pending", wantFailed: []string{"ReleaseMakesKeyAbsentAndRetryable", "TokensIncreaseAcrossReleaseAndRetention"}},
+		{design: "unscoped-key", wantFailed: []string{"AcquireOnLiveLeaseReturnsRecord", "TakeOverRefusedForDifferentFingerprint", "FingerprintKeptWithRecord"}},
 	}
 	mustPass := []string{
 		"CompleteStoresResponseForReplay",
@@ -159,6 +167,10 @@ func TestDesignsFailConformance(t *testing.T) {
 		"CancelledContextChangesNothing",
 		"SweeperRemovesOnlyExpiredRecords",
 	}
+	groupOf := map[string]storetest.Group{}
+	for _, c := range storetest.Cases() {
+		groupOf[c.Name] = c.Group
+	}
 	var covered []string
 	for _, tc := range tests {
 		covered = append(covered, tc.design)
@@ -169,6 +181,15 @@ func TestDesignsFailConformance(t *testing.T) {
 				t.Fatalf("storetest passed against %s, want it to fail\n%s", tc.design, res.output)
 			}
 			t.Logf("failed cases: %s", strings.Join(res.failed, ", "))
+			// A flaw is unsafe or stalls keys: some failed case is a safety
+			// or liveness case, never only contract ones (which a
+			// stricter-but-safe store may declare as deviations).
+			if !slices.ContainsFunc(res.failed, func(name string) bool {
+				g := groupOf[name]
+				return g == storetest.Safety || g == storetest.Liveness
+			}) {
+				t.Errorf("%s fails no safety or liveness case (failed: %v)", tc.design, res.failed)
+			}
 			for _, c := range tc.wantFailed {
 				if !slices.Contains(res.failed, c) {
 					t.Errorf("case %s did not fail against %s (failed: %v)", c, tc.design, res.failed)

@@ -1,6 +1,6 @@
-// Package naive holds deliberately broken idempotency stores: six designs
-// from the idempotency literature, each an in-memory idem.Store that gets one
-// thing wrong. They exist so that the harness can show it catches them: each
+// Package naive holds deliberately broken idempotency stores: twelve designs
+// from the idempotency literature and peers' issue trackers, each an
+// in-memory idem.Store that gets one thing wrong. They exist so that the harness can show it catches them: each
 // must fail the conformance suite (backends/storetest) and be caught by at
 // least one built-in scenario. A checker that passes them all is broken.
 // Never use them to guard real side effects.
@@ -16,7 +16,7 @@
 //	                                     concurrent duplicates all get a lease
 //	cache-on-success   CacheOnSuccess    no in-progress state; only Complete writes;      duplicates, I1
 //	                                     concurrent duplicates all run
-//	unfenced-takeover  UnfencedTakeover  take-over is right, but Complete/Fail ignore     gc-pause, I1, I3, I5
+//	unfenced-takeover  UnfencedTakeover  take-over is right, but Complete/Fail ignore     gc-pause, I3, I4
 //	                                     the token: the stalled old holder still wins
 //	delete-on-error    DeleteOnError     Release deletes the key without an owner check:  pause-then-fail, I1
 //	                                     a failing old holder frees its successor's key
@@ -24,14 +24,38 @@
 //	                                     the key forever
 //	no-heartbeat       NoHeartbeat       Heartbeat is a no-op: a slow but healthy         slow-handler, I1
 //	                                     execution is taken over                          (plain sink)
+//	token-restart      TokenRestart      tokens counted in the record restart at 1 once   retryable-failures, I7;
+//	                                     it is deleted (Release, retention expiry)        pause-successor-fails, I8
+//	racy-takeover      RacyTakeover      take-over reads, then overwrites: several        takeover-race, I7, I8
+//	                                     callers take over the same expired lease         (plain sink: I1)
+//	unfenced-heartbeat UnfencedHeartbeat Heartbeat renews whatever lease the key has:     stale-heartbeat, I8
+//	                                     a superseded holder is never told
+//	fail-open          FailOpen          a backend error in Acquire is taken as "new      duplicates, I1
+//	                                     key, go ahead" (every 16th call fails)
+//	keeps-pending      KeepsPending      Release leaves the pending record: the key       retryable-failures, I6
+//	                                     answers "in progress" until its retention ends
+//	unscoped-key       UnscopedKey       records found by key alone, the request          mismatched-requests, I4
+//	                                     (endpoint, body) ignored: requests share one
+//
+// I7 (token order over lease grants) and I8 (no write under a superseded
+// token) are the checker's invariants for the lease grants the engine
+// reports; with the default fenced sink and recovery the sink absorbs the
+// double execution that token-restart, racy-takeover and unfenced-heartbeat
+// allow, and only those invariants see the flaw.
 //
 // In backends/storetest, the case that shows each flaw is
 // ConcurrentAcquireGrantsExactlyOneLease for check-then-act and
 // cache-on-success, StaleTokenWritesAreFencedOff for unfenced-takeover (its
 // stale Complete and Fail) and delete-on-error (its stale Release),
 // TakeOverOnlyAfterExpiryWithHigherToken for no-expiry and
-// HeartbeatExtendsLease for no-heartbeat. A design may fail a few more cases
-// as a consequence of the same flaw; the package tests pin down which.
+// HeartbeatExtendsLease for no-heartbeat; TokensIncreaseAcrossReleaseAndRetention
+// for token-restart and keeps-pending (with ReleaseMakesKeyAbsentAndRetryable),
+// ConcurrentTakeOverGrantsExactlyOneLease for racy-takeover and fail-open (and
+// ConcurrentAcquireGrantsExactlyOneLease for fail-open),
+// StaleTokenWritesAreFencedOff for unfenced-heartbeat, and
+// TakeOverRefusedForDifferentFingerprint and FingerprintKeptWithRecord for
+// unscoped-key. A design may fail a few more cases as a consequence of the
+// same flaw; the package tests pin down which.
 //
 // New builds a design by the name the harness uses (Names lists them); the
 // New… constructors take Options for the rest. The stores take an idem.Clock

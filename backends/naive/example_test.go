@@ -20,6 +20,12 @@ func ExampleNames() {
 	// delete-on-error
 	// no-expiry
 	// no-heartbeat
+	// token-restart
+	// racy-takeover
+	// unfenced-heartbeat
+	// fail-open
+	// keeps-pending
+	// unscoped-key
 }
 
 func ExampleNew() {
@@ -39,5 +45,5 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// first lease: true second lease: true
-	// naive: unknown design "optimistic" (valid: check-then-act, cache-on-success, unfenced-takeover, delete-on-error, no-expiry, no-heartbeat)
+	// naive: unknown design "optimistic" (valid: check-then-act, cache-on-success, unfenced-takeover, delete-on-error, no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat, fail-open, keeps-pending, unscoped-key)
 }

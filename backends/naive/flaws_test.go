@@ -46,6 +46,13 @@ func TestFlawsWithEngine(t *testing.T) {
 		{"delete-on-error", "pause-then-fail", pauseThenFail},
 		{"no-expiry", "crash-holder", crashHolder},
 		{"no-heartbeat", "slow-handler", slowHandler},
+		{"token-restart", "retryable-failures", releaseThenRetry},
+		{"token-restart", "pause-successor-fails", pauseSuccessorFails},
+		{"racy-takeover", "takeover-race", takeoverRace},
+		{"unfenced-heartbeat", "stale-heartbeat", staleHeartbeat},
+		{"fail-open", "duplicates", duplicates},
+		{"keeps-pending", "retryable-failures", releaseThenRetry},
+		{"unscoped-key", "mismatched-requests", mismatchedRequest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.design+"/"+tc.scenario, func(t *testing.T) {
@@ -77,8 +84,14 @@ func newClock() *memstore.ManualClock {
 
 func newTestDesign(t *testing.T, name string, clock idem.Clock) idem.Store {
 	t.Helper()
-	if name == "check-then-act" {
+	switch name {
+	case "check-then-act":
 		return NewCheckThenAct(Options{Clock: clock, Window: testWindow})
+	case "racy-takeover":
+		return NewRacyTakeover(Options{Clock: clock, Window: testWindow})
+	case "fail-open":
+		// The second Acquire, the duplicate's, meets the backend error.
+		return NewFailOpen(Options{Clock: clock, FailEvery: 2})
 	}
 	st, err := New(name, clock)
 	if err != nil {

@@ -18,11 +18,17 @@ type Options struct {
 	// 24 hours. NoExpiry ignores it: its in-progress records are never
 	// removed.
 	TakeoverGrace time.Duration
-	// Window is how long CheckThenAct pauses between its read and its write,
-	// standing for the network round trip that separates them in a real
-	// deployment. Zero means DefaultWindow; a negative Window only yields
-	// the processor (runtime.Gosched). The other designs ignore it.
+	// Window is how long CheckThenAct and RacyTakeover pause between their
+	// read and their write, standing for the network round trip that
+	// separates them in a real deployment. Zero means DefaultWindow; a
+	// negative Window only yields the processor (runtime.Gosched). The other
+	// designs ignore it.
 	Window time.Duration
+	// FailEvery makes every FailEvery-th Acquire of a FailOpen store meet an
+	// injected backend error (the first Acquire is call 1). Zero means
+	// DefaultFailEvery; a negative value injects no error. The other designs
+	// ignore it.
+	FailEvery int
 }
 
 // mapStore is a correct in-memory idem.Store: one mutex, one map, one global
@@ -106,11 +112,16 @@ func (s *mapStore) newLease(key string, fp idem.Fingerprint, ttl time.Duration, 
 // must be held.
 func (s *mapStore) claim(key string, fp idem.Fingerprint, ttl time.Duration, now time.Time, prev idem.Token) *idem.Lease {
 	l := s.newLease(key, fp, ttl, now, prev)
-	s.records[key] = &idem.Record{
-		Key: key, Status: idem.StatusInProgress, Fingerprint: fp, Token: l.Token,
+	s.hold(l)
+	return l
+}
+
+// hold stores l's key as in progress under l. The lock must be held.
+func (s *mapStore) hold(l *idem.Lease) {
+	s.records[l.Key] = &idem.Record{
+		Key: l.Key, Status: idem.StatusInProgress, Fingerprint: l.Fingerprint, Token: l.Token,
 		LeaseExpiry: l.Expiry, ExpiresAt: s.keepUntil(l.Expiry),
 	}
-	return l
 }
 
 // owned returns the record of l.Key if it is in progress with l.Token, else

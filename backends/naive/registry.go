@@ -11,7 +11,8 @@ import (
 // ErrUnknownDesign reports a design name that New does not know.
 var ErrUnknownDesign = errors.New("naive: unknown design")
 
-// designs is the registry, in the order of VERIFICATION.md.
+// designs is the registry: the six designs of VERIFICATION.md in its order,
+// then the second wave's.
 var designs = []struct {
 	name string
 	new  func(Options) idem.Store
@@ -22,11 +23,18 @@ var designs = []struct {
 	{"delete-on-error", func(o Options) idem.Store { return NewDeleteOnError(o) }},
 	{"no-expiry", func(o Options) idem.Store { return NewNoExpiry(o) }},
 	{"no-heartbeat", func(o Options) idem.Store { return NewNoHeartbeat(o) }},
+	{"token-restart", func(o Options) idem.Store { return NewTokenRestart(o) }},
+	{"racy-takeover", func(o Options) idem.Store { return NewRacyTakeover(o) }},
+	{"unfenced-heartbeat", func(o Options) idem.Store { return NewUnfencedHeartbeat(o) }},
+	{"fail-open", func(o Options) idem.Store { return NewFailOpen(o) }},
+	{"keeps-pending", func(o Options) idem.Store { return NewKeepsPending(o) }},
+	{"unscoped-key", func(o Options) idem.Store { return NewUnscopedKey(o) }},
 }
 
 // Names returns the names of the designs New accepts, in a fixed order:
 // check-then-act, cache-on-success, unfenced-takeover, delete-on-error,
-// no-expiry, no-heartbeat. The slice is the caller's.
+// no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat,
+// fail-open, keeps-pending, unscoped-key. The slice is the caller's.
 func Names() []string {
 	names := make([]string, len(designs))
 	for i, d := range designs {

@@ -11,12 +11,18 @@ import (
 
 func TestNewBuildsEachDesign(t *testing.T) {
 	want := map[string]string{
-		"check-then-act":    "*naive.CheckThenAct",
-		"cache-on-success":  "*naive.CacheOnSuccess",
-		"unfenced-takeover": "*naive.UnfencedTakeover",
-		"delete-on-error":   "*naive.DeleteOnError",
-		"no-expiry":         "*naive.NoExpiry",
-		"no-heartbeat":      "*naive.NoHeartbeat",
+		"check-then-act":     "*naive.CheckThenAct",
+		"cache-on-success":   "*naive.CacheOnSuccess",
+		"unfenced-takeover":  "*naive.UnfencedTakeover",
+		"delete-on-error":    "*naive.DeleteOnError",
+		"no-expiry":          "*naive.NoExpiry",
+		"no-heartbeat":       "*naive.NoHeartbeat",
+		"token-restart":      "*naive.TokenRestart",
+		"racy-takeover":      "*naive.RacyTakeover",
+		"unfenced-heartbeat": "*naive.UnfencedHeartbeat",
+		"fail-open":          "*naive.FailOpen",
+		"keeps-pending":      "*naive.KeepsPending",
+		"unscoped-key":       "*naive.UnscopedKey",
 	}
 	names := Names()
 	if len(names) != len(want) {

@@ -22,3 +22,8 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+func TestBatchConformance(t *testing.T) {
+	s := newStore(t, Options{})
+	storetest.RunBatch(t, storetest.Config{New: func(t *testing.T) idem.Store { return s }})
+}

@@ -137,4 +137,16 @@
 // the extent PostgreSQL keeps committed transactions (synchronous_commit,
 // replication). The token sequence is not transactional; a crash may skip
 // values, never repeat them.
+//
+// # Replicas and failover
+//
+// With asynchronous streaming replication (PostgreSQL's default), a commit
+// is acknowledged once it is flushed on the primary; a failover to a
+// standby that had not received it loses it: a completed request runs
+// again, a claimed key can be claimed twice, and the token sequence may
+// hand out values again that the lost WAL had issued. Run the store's
+// primary with a synchronous standby (synchronous_standby_names naming it,
+// synchronous_commit on or remote_apply) to keep every acknowledged write
+// across a failover to that standby; CheckReplication reports the setting
+// in use and whether a synchronous standby is attached.
 package pgstore

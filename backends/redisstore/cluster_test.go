@@ -35,6 +35,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 	t.Run("Conformance", func(t *testing.T) { storetest.Run(t, conformance(client)) })
+	t.Run("BatchConformance", func(t *testing.T) { storetest.RunBatch(t, conformance(client)) })
 	t.Run("OneSlotPerKey", func(t *testing.T) {
 		ctx := ctxT(t)
 		for _, key := range []string{"k", "order-42", "{x}", "a}b{c", "%"} {

@@ -28,3 +28,8 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, conformance(newClient(t)))
 }
+
+func TestBatchConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunBatch(t, conformance(newClient(t)))
+}

@@ -131,7 +131,30 @@
 // at most one holder owns a key at a time by the server's clock; a holder
 // whose lease was taken over cannot complete, fail, release or renew it;
 // tokens per key strictly increase; a completed or failed response is kept
-// byte for byte for its retention. With replicas, a failover may lose the
-// last writes acknowledged by the old primary (Redis replication is
-// asynchronous); WAIT is not used.
+// byte for byte for its retention.
+//
+// # Replicas and failover
+//
+// Redis replication is asynchronous: a failover (Sentinel, or a Cluster
+// replica taking over) may lose the last writes the old primary
+// acknowledged. A lost completion is a request that runs again; a lost
+// claim is a key two callers hold at once; a lost counter increment is a
+// fencing token issued twice. Options.WaitReplicas sends WAIT numreplicas
+// timeout on the write's own connection after every write, and reports a
+// write that too few replicas acknowledged as ambiguous (ErrNotReplicated),
+// never as success. WAIT is best effort, not a consensus: the replica that
+// acknowledged must be the one promoted (Sentinel and Cluster prefer the
+// replica with the largest replication offset, but Sentinel ranks
+// replica-priority first), a replica acknowledges a write it holds in
+// memory only, and a write that timed out is not rolled back on the
+// primary. A read (Get, or an Acquire that returns the record) may see a
+// write whose WAIT has not returned yet. The measured figures are in the
+// repository's README ("Running the store with replicas").
+//
+// Clients that follow a failover: redis.NewFailoverClient (Sentinel) does.
+// A redis.ClusterClient of go-redis v9.23 reloads its slot map on MOVED but
+// not when a dial to the dead primary fails, and was seen to keep failing
+// for more than 20 seconds after the replica took over; give it a Dialer
+// that calls ReloadState when a dial fails (as chaos/servers'
+// RedisCluster.NewClient does).
 package redisstore

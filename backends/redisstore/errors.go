@@ -19,6 +19,11 @@ var (
 	// CONFIG GET (disabled or denied, as on many managed services): the
 	// policy could not be checked and must be verified another way.
 	ErrConfigUnchecked = errors.New("redisstore: could not check the server configuration")
+	// ErrNotReplicated is wrapped by a write that the primary applied but
+	// fewer than Options.WaitReplicas replicas acknowledged within
+	// Options.WaitTimeout. Such an error is also idem.Ambiguous: a failover
+	// may or may not lose the write.
+	ErrNotReplicated = errors.New("redisstore: write not acknowledged by enough replicas")
 )
 
 // storeError turns an error from the Redis client into the store's error

@@ -10,6 +10,7 @@ const (
 	DefaultPrefix        = "idem"
 	DefaultTakeoverGrace = 24 * time.Hour
 	DefaultPollInterval  = 100 * time.Millisecond
+	DefaultWaitTimeout   = time.Second
 )
 
 // Options configures a Store. The zero value is ready to use.
@@ -40,6 +41,25 @@ type Options struct {
 	// WaitChange only polls. Use it where PUBLISH/SUBSCRIBE are denied by
 	// ACL or a proxy does not support them.
 	DisableNotify bool
+
+	// WaitReplicas, when positive, makes every write (an Acquire that
+	// claimed or took over the key, Heartbeat, Complete, Fail, Release) wait
+	// on the same connection until that many replicas acknowledged it
+	// (Redis WAIT numreplicas timeout) before it reports success. A write
+	// that fewer replicas acknowledged within WaitTimeout is applied on the
+	// primary but returned as an error wrapping ErrNotReplicated, marked
+	// idem.MarkAmbiguous: never as success. Zero (the default) sends no
+	// WAIT and costs nothing. Negative values are rejected by New, and so is
+	// a positive value with a client other than *redis.Client (single node
+	// or redis.NewFailoverClient) or *redis.ClusterClient. WAIT is best
+	// effort: see "Replicas and failover" in the package doc.
+	WaitReplicas int
+
+	// WaitTimeout bounds each WAIT. Zero means DefaultWaitTimeout (1s);
+	// negative values are rejected by New. Keep it below the client's read
+	// timeout (go-redis: 3s by default), or a slow WAIT ends as a client
+	// timeout, which is ambiguous too.
+	WaitTimeout time.Duration
 }
 
 // withDefaults returns o with zero fields set to their defaults, or an error
@@ -64,6 +84,14 @@ func (o Options) withDefaults() (Options, error) {
 		o.PollInterval = DefaultPollInterval
 	case o.PollInterval < 0:
 		return o, fmt.Errorf("redisstore: negative PollInterval %v", o.PollInterval)
+	}
+	switch {
+	case o.WaitReplicas < 0:
+		return o, fmt.Errorf("redisstore: negative WaitReplicas %d", o.WaitReplicas)
+	case o.WaitTimeout < 0:
+		return o, fmt.Errorf("redisstore: negative WaitTimeout %v", o.WaitTimeout)
+	case o.WaitTimeout == 0:
+		o.WaitTimeout = DefaultWaitTimeout
 	}
 	return o, nil
 }

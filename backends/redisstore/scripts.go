@@ -76,7 +76,10 @@ func luaNotify(msg string) string {
 // and unique across slots. The counter is never decremented and never
 // expires; the guard after INCR keeps the token above the one taken over
 // even if the counter was lost.
-var acquireScript = redis.NewScript(luaClock + `
+var acquireScript = redis.NewScript(luaClock + acquireBody)
+
+// acquireBody is acquireScript without the clock helpers.
+const acquireBody = `
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'hash' then return {-1, ty} end
 local t = now()
@@ -102,7 +105,7 @@ redis.call('HSET', KEYS[1], 'status', 'in_progress', 'fp', ARGV[1], 'token', fmt
   'prev_token', fmt(prev), 'lease_ms', fmt(lease), 'acq_id', ARGV[4])
 redis.call('PEXPIREAT', KEYS[1], lease + tonumber(ARGV[3]))
 return {1, tok, prev, lease}
-`)
+`
 
 // luaOwned is the fencing check shared by the fenced scripts: it reads the
 // record into f = {status, token, watch} (st = f[1]) and sets owned when the
@@ -153,7 +156,10 @@ return lease
 // The lease fields stay in the record for diagnosis; readers ignore
 // lease_ms once the record is finished. It publishes only when a waiter
 // marked the record (see probeScript).
-var finishScript = redis.NewScript(luaOwned + `
+var finishScript = redis.NewScript(finishBody)
+
+// finishBody is finishScript's source.
+var finishBody = luaOwned + `
 if not owned then
   if st == ARGV[2] and f[2] == ARGV[1] and redis.call('HGET', KEYS[1], 'done_id') == ARGV[5] then
     return 1
@@ -164,19 +170,22 @@ redis.call('HSET', KEYS[1], 'status', ARGV[2], 'response', ARGV[3], 'done_id', A
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 if f[3] then` + luaNotify("ARGV[2]") + `end
 return 1
-`)
+`
 
 // releaseScript deletes an in-progress record so the request can be retried,
 // and wakes waiters. The fencing counter is untouched.
 //
 // KEYS: record. ARGV: token.
 // Returns 1, 0 (lease lost) or -1 (corrupt), or fails with WRONGTYPE.
-var releaseScript = redis.NewScript(luaOwned + `
+var releaseScript = redis.NewScript(releaseBody)
+
+// releaseBody is releaseScript's source.
+var releaseBody = luaOwned + `
 if not owned then return 0 end
 redis.call('DEL', KEYS[1])
 if f[3] then` + luaNotify("'released'") + `end
 return 1
-`)
+`
 
 // getScript reads a record with the server time and its remaining TTL, from
 // which the record's ExpiresAt is computed.

@@ -2,15 +2,14 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
@@ -91,41 +90,19 @@ func startServer(t *testing.T, dir string, extra ...string) string {
 	return addr
 }
 
-// startCluster starts a Redis Cluster of three masters (no replicas) on
-// free loopback ports and returns their addresses once every node reports
-// cluster_state:ok with all slots assigned and all nodes known.
+// startCluster starts a Redis Cluster of three primaries, each with a
+// replica (chaos/servers), stops it when t ends, and returns the addresses
+// of its nodes. The node timeout is long so that a loaded machine does not
+// make a replica take over mid-test.
 func startCluster(t *testing.T) []string {
 	t.Helper()
-	_, cli := redisBinaries(t)
-	dir := t.TempDir()
-	addrs := make([]string, 3)
-	for i := range addrs {
-		addrs[i] = startServer(t, dir, "--cluster-enabled", "yes",
-			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", i)),
-			"--cluster-node-timeout", "3000")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	redisBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	c, err := servers.StartRedisCluster(ctx, servers.RedisClusterOptions{NodeTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, addr := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-		for {
-			info, err := c.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") &&
-				strings.Contains(info, "cluster_slots_assigned:16384") &&
-				strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", len(addrs))) {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("cluster node %s not ready: %v\n%s", addr, err, info)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		_ = c.Close()
-	}
-	return addrs
+	t.Cleanup(func() { _ = c.Stop() })
+	return c.Addrs()
 }

@@ -42,6 +42,9 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkWaitClient(client, opts.WaitReplicas); err != nil {
+		return nil, err
+	}
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // never fails, see crypto/rand.Read
 	return &Store{
@@ -75,8 +78,17 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 		return nil, nil, err
 	}
 	k := keysFor(s.opts.Prefix, key)
-	res, err := acquireScript.Run(ctx, s.client, []string{k.record, k.fence()},
-		fp.String(), millis(leaseTTL), s.graceMS, s.callID(), k.slot).Slice()
+	cmd, werr := s.runWrite(ctx, "acquire", acquireScript, []string{k.record, k.fence()}, acquired,
+		fp.String(), millis(leaseTTL), s.graceMS, s.callID(), k.slot)
+	res, err := cmd.Slice()
+	if err == nil && werr != nil {
+		return nil, nil, werr
+	}
+	return acquireReply(key, fp, k, res, err)
+}
+
+// acquireReply decodes the reply of acquireScript for key.
+func acquireReply(key string, fp idem.Fingerprint, k keyset, res []any, err error) (*idem.Lease, *idem.Record, error) {
 	if err != nil {
 		return nil, nil, storeError("acquire", err, true)
 	}
@@ -185,7 +197,16 @@ func (s *Store) fenced(ctx context.Context, op string, script *redis.Script, l *
 	argv := make([]any, 0, 1+len(args))
 	argv = append(argv, strconv.FormatUint(uint64(l.Token), 10))
 	argv = append(argv, args...)
-	res, err := script.Run(ctx, s.client, []string{k.record}, argv...).Int64()
+	cmd, werr := s.runWrite(ctx, op, script, []string{k.record}, appliedInt, argv...)
+	res, err := cmd.Int64()
+	if err == nil && werr != nil {
+		return 0, werr
+	}
+	return fencedReply(op, l, k, res, err)
+}
+
+// fencedReply maps the reply of a fenced script to the error contract.
+func fencedReply(op string, l *idem.Lease, k keyset, res int64, err error) (int64, error) {
 	if err != nil {
 		if redis.HasErrorPrefix(err, "WRONGTYPE") {
 			return 0, corrupt(l.Key, "redis key %q is not a hash", k.record)

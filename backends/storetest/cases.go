@@ -11,34 +11,7 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-func cases() []testCase {
-	return []testCase{
-		{"AcquireOnAbsentKeyGrantsLease", acquireAbsent},
-		{"AcquireOnLiveLeaseReturnsRecord", acquireLive},
-		{"CompleteStoresResponseForReplay", completeReplay},
-		{"FailStoresResponseForReplay", failReplay},
-		{"ReleaseMakesKeyAbsentAndRetryable", releaseAbsent},
-		{"ConcurrentAcquireGrantsExactlyOneLease", raceOneWinner},
-		{"ConcurrentTakeOverGrantsExactlyOneLease", raceOneTakeOver},
-		{"TakeOverOnlyAfterExpiryWithHigherToken", takeOverAfterExpiry},
-		{"TakeOverRefusedForDifferentFingerprint", takeOverOtherFingerprint},
-		{"StaleTokenWritesAreFencedOff", staleTokenFenced},
-		{"WritesAfterCompletionAreFencedOff", fencedAfterCompletion},
-		{"ExpiredLeaseNotTakenOverIsStillOwned", expiredStillOwned},
-		{"TokensIncreaseAcrossReleaseAndRetention", tokensIncrease},
-		{"HeartbeatExtendsLease", heartbeatExtends},
-		{"FingerprintKeptWithRecord", fingerprintKept},
-		{"RetentionExpiryForgetsRecord", retentionExpiry},
-		{"ResponsesRoundTripByteForByte", responseRoundTrip},
-		{"KeysAreExactAndIndependent", keysIndependent},
-		{"CorruptRecordIsReported", corruptRecord},
-		{"CancelledContextChangesNothing", cancelledContext},
-		{"WaiterWakesOnCompletion", waiterWakes},
-		{"SweeperRemovesOnlyExpiredRecords", sweeperRemoves},
-	}
-}
-
-func acquireAbsent(t *testing.T, s *suite, st idem.Store, key string) {
+func acquireAbsent(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), long)
 	if l.Token == 0 || l.PrevToken != 0 || l.Key != key || l.Fingerprint != fp("a") {
 		t.Fatalf("lease = %+v, want non-zero token, no previous token, key and fingerprint set", l)
@@ -52,7 +25,7 @@ func acquireAbsent(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func acquireLive(t *testing.T, s *suite, st idem.Store, key string) {
+func acquireLive(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), long)
 	for _, f := range []string{"a", "b"} {
 		rec := mustRecord(t, st, key, fp(f), long)
@@ -62,7 +35,7 @@ func acquireLive(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func completeReplay(t *testing.T, s *suite, st idem.Store, key string) {
+func completeReplay(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), long)
 	want := sampleResponse("c")
 	if err := st.Complete(bg(), l, want, long); err != nil {
@@ -75,7 +48,7 @@ func completeReplay(t *testing.T, s *suite, st idem.Store, key string) {
 	sameResponse(t, rec.Response, want)
 }
 
-func failReplay(t *testing.T, s *suite, st idem.Store, key string) {
+func failReplay(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), long)
 	want := idem.Response{Status: 402, Body: []byte("card declined")}
 	if err := st.Fail(bg(), l, want, long); err != nil {
@@ -88,7 +61,7 @@ func failReplay(t *testing.T, s *suite, st idem.Store, key string) {
 	sameResponse(t, rec.Response, want)
 }
 
-func releaseAbsent(t *testing.T, s *suite, st idem.Store, key string) {
+func releaseAbsent(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), long)
 	if err := st.Release(bg(), l); err != nil {
 		t.Fatalf("Release: %v", err)
@@ -102,7 +75,7 @@ func releaseAbsent(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func raceOneWinner(t *testing.T, s *suite, st idem.Store, key string) {
+func raceOneWinner(t testing.TB, s *suite, st idem.Store, key string) {
 	const n = 32
 	leases, records := raceAcquire(t, st, key, n)
 	if len(leases) != 1 || len(records) != n-1 {
@@ -114,7 +87,7 @@ func raceOneWinner(t *testing.T, s *suite, st idem.Store, key string) {
 // as atomic as the first claim. A store that inserts atomically but takes
 // over in two steps (read the expired record, then overwrite it) passes
 // every other case and lets concurrent retries of a crashed request all run.
-func raceOneTakeOver(t *testing.T, s *suite, st idem.Store, key string) {
+func raceOneTakeOver(t testing.TB, s *suite, st idem.Store, key string) {
 	const n = 32
 	old := mustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
@@ -137,7 +110,7 @@ func raceOneTakeOver(t *testing.T, s *suite, st idem.Store, key string) {
 }
 
 // raceAcquire starts n Acquires of key at once and returns what they got.
-func raceAcquire(t *testing.T, st idem.Store, key string, n int) (leases []*idem.Lease, records []*idem.Record) {
+func raceAcquire(t testing.TB, st idem.Store, key string, n int) (leases []*idem.Lease, records []*idem.Record) {
 	t.Helper()
 	var (
 		wg    sync.WaitGroup
@@ -167,7 +140,7 @@ func raceAcquire(t *testing.T, st idem.Store, key string, n int) (leases []*idem
 	return leases, records
 }
 
-func takeOverAfterExpiry(t *testing.T, s *suite, st idem.Store, key string) {
+func takeOverAfterExpiry(t testing.TB, s *suite, st idem.Store, key string) {
 	l1 := mustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.ttl / 4)
 	if rec := mustRecord(t, st, key, fp("a"), s.ttl); rec.Token != l1.Token {
@@ -180,7 +153,7 @@ func takeOverAfterExpiry(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func takeOverOtherFingerprint(t *testing.T, s *suite, st idem.Store, key string) {
+func takeOverOtherFingerprint(t testing.TB, s *suite, st idem.Store, key string) {
 	l1 := mustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
 	rec := mustRecord(t, st, key, fp("b"), long)
@@ -189,7 +162,7 @@ func takeOverOtherFingerprint(t *testing.T, s *suite, st idem.Store, key string)
 	}
 }
 
-func staleTokenFenced(t *testing.T, s *suite, st idem.Store, key string) {
+func staleTokenFenced(t testing.TB, s *suite, st idem.Store, key string) {
 	old := mustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
 	cur := mustAcquire(t, st, key, fp("a"), long)
@@ -213,7 +186,7 @@ func staleTokenFenced(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func fencedAfterCompletion(t *testing.T, s *suite, st idem.Store, key string) {
+func fencedAfterCompletion(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), long)
 	want := sampleResponse("first")
 	if err := st.Complete(bg(), l, want, long); err != nil {
@@ -238,7 +211,7 @@ func fencedAfterCompletion(t *testing.T, s *suite, st idem.Store, key string) {
 	sameResponse(t, rec.Response, want)
 }
 
-func expiredStillOwned(t *testing.T, s *suite, st idem.Store, key string) {
+func expiredStillOwned(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
 	// A heartbeat after expiry renews the lease: nobody took it over.
@@ -257,7 +230,7 @@ func expiredStillOwned(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func tokensIncrease(t *testing.T, s *suite, st idem.Store, key string) {
+func tokensIncrease(t testing.TB, s *suite, st idem.Store, key string) {
 	var last idem.Token
 	next := func(step string) *idem.Lease {
 		l := mustAcquire(t, st, key, fp("a"), long)
@@ -284,7 +257,7 @@ func tokensIncrease(t *testing.T, s *suite, st idem.Store, key string) {
 	next("after failure expiry")
 }
 
-func heartbeatExtends(t *testing.T, s *suite, st idem.Store, key string) {
+func heartbeatExtends(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), s.ttl)
 	first := l.Expiry
 	for range 3 {
@@ -302,7 +275,7 @@ func heartbeatExtends(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func fingerprintKept(t *testing.T, s *suite, st idem.Store, key string) {
+func fingerprintKept(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("req-1"), long)
 	if rec := mustGet(t, st, key); rec.Fingerprint != fp("req-1") {
 		t.Fatalf("in-progress fingerprint %s, want %s", rec.Fingerprint, fp("req-1"))
@@ -316,7 +289,7 @@ func fingerprintKept(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func retentionExpiry(t *testing.T, s *suite, st idem.Store, key string) {
+func retentionExpiry(t testing.TB, s *suite, st idem.Store, key string) {
 	l := mustAcquire(t, st, key, fp("a"), long)
 	if err := st.Complete(bg(), l, sampleResponse("x"), s.ttl); err != nil {
 		t.Fatal(err)
@@ -334,7 +307,7 @@ func retentionExpiry(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func responseRoundTrip(t *testing.T, s *suite, st idem.Store, key string) {
+func responseRoundTrip(t testing.TB, s *suite, st idem.Store, key string) {
 	big := make([]byte, 256<<10)
 	for i := range big {
 		big[i] = byte(i * 7)
@@ -355,7 +328,7 @@ func responseRoundTrip(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func keysIndependent(t *testing.T, s *suite, st idem.Store, key string) {
+func keysIndependent(t testing.TB, s *suite, st idem.Store, key string) {
 	maxKey := key + strings.Repeat("~", idem.MaxKeyLen-len(key))
 	keys := []string{key + ".A", key + ".a", key + ".a:b", maxKey, key + `.{x}"'\`}
 	// Tokens are ordered per key only (see idem.Token), so two keys may
@@ -374,7 +347,7 @@ func keysIndependent(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func corruptRecord(t *testing.T, s *suite, st idem.Store, key string) {
+func corruptRecord(t testing.TB, s *suite, st idem.Store, key string) {
 	if s.cfg.Corrupt == nil {
 		t.Skip("Config.Corrupt not set")
 	}
@@ -382,7 +355,7 @@ func corruptRecord(t *testing.T, s *suite, st idem.Store, key string) {
 	if err := st.Complete(bg(), l, sampleResponse("x"), long); err != nil {
 		t.Fatal(err)
 	}
-	s.cfg.Corrupt(t, st, key)
+	s.cfg.Corrupt(realT(t), st, key)
 	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrCorruptRecord) {
 		t.Errorf("Get of corrupt record: err = %v, want ErrCorruptRecord", err)
 	}
@@ -391,7 +364,7 @@ func corruptRecord(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func cancelledContext(t *testing.T, s *suite, st idem.Store, key string) {
+func cancelledContext(t testing.TB, s *suite, st idem.Store, key string) {
 	ctx, cancel := context.WithCancel(bg())
 	cancel()
 	l, rec, err := st.Acquire(ctx, key, fp("a"), long)
@@ -410,7 +383,7 @@ func cancelledContext(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func waiterWakes(t *testing.T, s *suite, st idem.Store, key string) {
+func waiterWakes(t testing.TB, s *suite, st idem.Store, key string) {
 	w, ok := st.(idem.Waiter)
 	if !ok {
 		t.Skip("store is not an idem.Waiter")
@@ -442,7 +415,7 @@ func waiterWakes(t *testing.T, s *suite, st idem.Store, key string) {
 	}
 }
 
-func sweeperRemoves(t *testing.T, s *suite, st idem.Store, key string) {
+func sweeperRemoves(t testing.TB, s *suite, st idem.Store, key string) {
 	sw, ok := st.(idem.Sweeper)
 	if !ok {
 		t.Skip("store is not an idem.Sweeper")

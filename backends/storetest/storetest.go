@@ -6,7 +6,15 @@
 //		storetest.Run(t, storetest.Config{New: newStore, Corrupt: corrupt})
 //	}
 //
-// Each case is named after the property it proves.
+// Each case is named after the property it proves, and belongs to a group
+// (Safety, Contract, Liveness; see Cases): its subtest is
+// <group>/<case>, so "go test -run 'TestConformance/safety/'" runs the
+// safety cases alone. A store that is stricter than the contract but safe
+// (it refuses every write once its lease has expired, say) declares that in
+// Config.Deviations, with a reason, and reads differently from an unsafe one:
+// the deviating case still runs, and its outcome is logged as a documented
+// deviation (or fails if the store does not deviate after all). Safety cases
+// admit no deviation.
 package storetest
 
 import (
@@ -32,12 +40,30 @@ type Config struct {
 	// Corrupt overwrites the stored record of key with data the store must
 	// reject with idem.ErrCorruptRecord. Nil skips that case.
 	Corrupt func(t *testing.T, s idem.Store, key string)
+	// Deviations maps the name of a contract or liveness case the store
+	// knowingly fails to the reason why (a documented, safe choice of the
+	// store). That case runs all the same: its failure is logged as a
+	// documented deviation instead of failing the test, and a case that
+	// passes although it is declared fails the test, so that declarations
+	// stay true. A name that is no case, or a safety case, fails the test
+	// before any case runs. Nil means none.
+	Deviations map[string]string
 }
 
 // suite is the running state shared by the cases.
 type suite struct {
 	cfg Config
 	ttl time.Duration // a lease TTL the suite can wait out
+}
+
+// newSuite returns the state of a run over cfg: a lease TTL of 10 s on a
+// store with a manual clock (cfg.Advance), 400 ms on real time.
+func newSuite(cfg Config) *suite {
+	s := &suite{cfg: cfg, ttl: 10 * time.Second}
+	if cfg.Advance == nil {
+		s.ttl = 400 * time.Millisecond
+	}
+	return s
 }
 
 // wait lets d pass on the store's clock.
@@ -55,32 +81,72 @@ func (s *suite) pastTTL() time.Duration { return s.ttl + s.ttl/2 + 50*time.Milli
 // long is a TTL no test outlives.
 const long = time.Hour
 
+// testCase is a case run on a *testing.T (optional-capability suites such
+// as RunBatch).
 type testCase struct {
 	name string
 	run  func(t *testing.T, s *suite, st idem.Store, key string)
 }
 
-// Run runs every case of the suite against cfg.
+// groupCase is a case of a group: it runs on a testing.TB, so that a
+// declared deviation can run it against a recorder (see Config.Deviations).
+type groupCase struct {
+	name string
+	run  func(t testing.TB, s *suite, st idem.Store, key string)
+}
+
+// Run runs every case of the suite against cfg, group by group: subtest
+// <group>/<case>. It logs one line per documented deviation (see
+// Config.Deviations).
 func Run(t *testing.T, cfg Config) {
 	t.Helper()
 	if cfg.New == nil {
 		t.Fatal("storetest: Config.New is nil")
 	}
-	s := &suite{cfg: cfg, ttl: 10 * time.Second}
-	if cfg.Advance == nil {
-		s.ttl = 400 * time.Millisecond
+	checkDeviations(t, cfg.Deviations)
+	for _, c := range Cases() {
+		if reason, ok := cfg.Deviations[c.Name]; ok {
+			t.Logf("storetest: %s (%s) is declared a documented deviation: %s", c.Name, c.Group, reason)
+		}
 	}
-	for _, c := range cases() {
-		t.Run(c.name, func(t *testing.T) {
-			if cfg.Advance == nil {
-				t.Parallel()
+	s := newSuite(cfg)
+	for _, g := range groups {
+		t.Run(string(g.group), func(t *testing.T) {
+			for _, c := range g.cases() {
+				t.Run(c.name, func(t *testing.T) {
+					if cfg.Advance == nil {
+						t.Parallel()
+					}
+					run := func(tb testing.TB) { c.run(tb, s, cfg.New(t), uniqueKey(t)) }
+					if reason, ok := cfg.Deviations[c.name]; ok {
+						runDeviating(t, c, g.group, reason, run)
+						return
+					}
+					run(t)
+				})
 			}
-			c.run(t, s, cfg.New(t), uniqueKey(t))
 		})
 	}
 }
 
-func uniqueKey(t *testing.T) string {
+// checkDeviations fails t unless every declared deviation names a contract
+// or liveness case and gives a reason.
+func checkDeviations(t *testing.T, devs map[string]string) {
+	t.Helper()
+	for name, reason := range devs {
+		g, ok := groupOf(name)
+		switch {
+		case !ok:
+			t.Fatalf("storetest: Config.Deviations names %q, which is no case of the suite", name)
+		case g == Safety:
+			t.Fatalf("storetest: Config.Deviations names %q, a safety case: safety cases admit no deviation", name)
+		case strings.TrimSpace(reason) == "":
+			t.Fatalf("storetest: Config.Deviations gives no reason for %q", name)
+		}
+	}
+}
+
+func uniqueKey(t testing.TB) string {
 	name := strings.NewReplacer(" ", "_", "/", ".").Replace(t.Name())
 	if len(name) > 180 {
 		name = name[len(name)-180:]
@@ -92,7 +158,7 @@ func fp(s string) idem.Fingerprint { return idem.FingerprintString(s) }
 
 func bg() context.Context { return context.Background() }
 
-func mustAcquire(t *testing.T, st idem.Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Lease {
+func mustAcquire(t testing.TB, st idem.Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Lease {
 	t.Helper()
 	l, rec, err := st.Acquire(bg(), key, f, ttl)
 	if err != nil {
@@ -107,7 +173,7 @@ func mustAcquire(t *testing.T, st idem.Store, key string, f idem.Fingerprint, tt
 	return l
 }
 
-func mustRecord(t *testing.T, st idem.Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Record {
+func mustRecord(t testing.TB, st idem.Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Record {
 	t.Helper()
 	l, rec, err := st.Acquire(bg(), key, f, ttl)
 	if err != nil {
@@ -122,7 +188,7 @@ func mustRecord(t *testing.T, st idem.Store, key string, f idem.Fingerprint, ttl
 	return rec
 }
 
-func mustGet(t *testing.T, st idem.Store, key string) *idem.Record {
+func mustGet(t testing.TB, st idem.Store, key string) *idem.Record {
 	t.Helper()
 	rec, err := st.Get(bg(), key)
 	if err != nil {
@@ -139,7 +205,7 @@ func sampleResponse(tag string) idem.Response {
 	}
 }
 
-func sameResponse(t *testing.T, got *idem.Response, want idem.Response) {
+func sameResponse(t testing.TB, got *idem.Response, want idem.Response) {
 	t.Helper()
 	if got == nil {
 		t.Fatalf("response is nil, want %+v", want)

@@ -1,0 +1,94 @@
+package memstore
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+var (
+	_ idem.Lister       = (*Store)(nil)
+	_ idem.PrefixLister = (*Store)(nil)
+	_ idem.Statter      = (*Store)(nil)
+)
+
+// ListStuck implements idem.Lister. It locks one shard at a time.
+func (s *Store) ListStuck(ctx context.Context, olderThan time.Duration, limit int) ([]*idem.Record, error) {
+	return s.ListStuckPrefix(ctx, "", olderThan, limit)
+}
+
+// ListStuckPrefix implements idem.PrefixLister: ListStuck of the keys that
+// start with prefix.
+func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan time.Duration, limit int) ([]*idem.Record, error) {
+	if limit <= 0 {
+		limit = idem.DefaultListLimit
+	}
+	olderThan = max(olderThan, 0)
+	var out []*idem.Record
+	for i := range s.shards {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		now := s.clock.Now()
+		for k, e := range sh.entries {
+			if len(out) == limit {
+				break
+			}
+			if !strings.HasPrefix(k, prefix) || e.status != idem.StatusInProgress || !now.Before(e.expires) || now.Sub(e.leaseExp) < olderThan || now.Before(e.leaseExp) {
+				continue
+			}
+			if rec, err := e.record(k); err == nil {
+				out = append(out, rec)
+			}
+		}
+		sh.mu.Unlock()
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Stats implements idem.Statter. Bytes counts keys and stored responses
+// (body and header names and values), not the map's own overhead.
+func (s *Store) Stats(ctx context.Context) (idem.StoreStats, error) {
+	var st idem.StoreStats
+	for i := range s.shards {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		now := s.clock.Now()
+		for k, e := range sh.entries {
+			if !now.Before(e.expires) {
+				continue
+			}
+			if _, err := e.record(k); err != nil {
+				st.Corrupt++
+				continue
+			}
+			st.Bytes += int64(len(k))
+			switch e.status {
+			case idem.StatusInProgress:
+				st.InProgress++
+				if !now.Before(e.leaseExp) {
+					st.Stuck++
+				}
+			case idem.StatusCompleted:
+				st.Completed++
+			case idem.StatusFailed:
+				st.Failed++
+			}
+			if e.hasResp {
+				st.Bytes += int64(e.resp.Size())
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return st, nil
+}

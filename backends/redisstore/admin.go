@@ -1,0 +1,217 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idembench/idembench/idem"
+)
+
+var (
+	_ idem.Lister       = (*Store)(nil)
+	_ idem.PrefixLister = (*Store)(nil)
+	_ idem.Statter      = (*Store)(nil)
+)
+
+// scanBatch is the COUNT hint of the SCAN calls of ListStuck and Stats.
+const scanBatch = 500
+
+// ListStuck implements idem.Lister: it SCANs the record names of the
+// store's prefix on every primary (on Redis Cluster) and reads the records
+// of each SCAN batch in one pipelined round trip, comparing their lease
+// expiry with the server's TIME. It reads every record: an operator's or
+// a completer's call, not a hot-path one.
+func (s *Store) ListStuck(ctx context.Context, olderThan time.Duration, limit int) ([]*idem.Record, error) {
+	return s.ListStuckPrefix(ctx, "", olderThan, limit)
+}
+
+// ListStuckPrefix implements idem.PrefixLister: ListStuck of the keys that
+// start with prefix. The SCAN matches the prefix, so the records of other
+// keys are not read.
+func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan time.Duration, limit int) ([]*idem.Record, error) {
+	if limit <= 0 {
+		limit = idem.DefaultListLimit
+	}
+	olderThan = max(olderThan, 0)
+	var out []*idem.Record
+	errFull := errors.New("full")
+	err := s.scanRecords(ctx, prefix, func(ctx context.Context, node *redis.Client, keys []string) error {
+		now, err := node.Time(ctx).Result()
+		if err != nil {
+			return storeError("list", err, false)
+		}
+		recs, err := s.getMany(ctx, node, keys)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if len(out) == limit {
+				return errFull
+			}
+			if rec == nil || rec.Status != idem.StatusInProgress || now.Sub(rec.LeaseExpiry) < olderThan || now.Before(rec.LeaseExpiry) {
+				continue // gone meanwhile, corrupt (reported by Get and Stats), or not stuck
+			}
+			if out = append(out, rec); len(out) == limit {
+				return errFull
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errFull) {
+		err = nil
+	}
+	return out, err
+}
+
+// getMany reads the records of keys, which live on node, as Get does, in
+// one pipelined round trip (after making sure node has the script). A
+// record that is gone or does not decode comes back nil.
+func (s *Store) getMany(ctx context.Context, node *redis.Client, keys []string) ([]*idem.Record, error) {
+	if err := getScript.Load(ctx, node).Err(); err != nil {
+		return nil, storeError("list", err, false)
+	}
+	cmds := make([]*redis.Cmd, len(keys))
+	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = getScript.EvalSha(ctx, p, []string{keysFor(s.opts.Prefix, k).record})
+		}
+		return nil
+	})
+	out := make([]*idem.Record, len(keys))
+	for i, k := range keys {
+		res, err := cmds[i].Slice()
+		if err != nil {
+			return nil, storeError("list", err, false)
+		}
+		if code, _ := replyInt(res, 0); code == resultCorrupt {
+			continue
+		}
+		if rec, ok, err := scriptRecord(k, res, 1); ok && err == nil {
+			out[i] = rec
+		}
+	}
+	return out, nil
+}
+
+// Stats implements idem.Statter. Bytes sums MEMORY USAGE of the records.
+func (s *Store) Stats(ctx context.Context) (idem.StoreStats, error) {
+	var st idem.StoreStats
+	err := s.scanRecords(ctx, "", func(ctx context.Context, node *redis.Client, keys []string) error {
+		now, err := node.Time(ctx).Result()
+		if err != nil {
+			return storeError("stats", err, false)
+		}
+		usage := make([]*redis.IntCmd, 0, len(keys))
+		pipe := node.Pipeline()
+		for _, k := range keys {
+			usage = append(usage, pipe.MemoryUsage(ctx, keysFor(s.opts.Prefix, k).record))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return storeError("stats", err, false)
+		}
+		for i, k := range keys {
+			rec, err := s.Get(ctx, k)
+			switch {
+			case errors.Is(err, idem.ErrNotFound):
+				continue
+			case errors.Is(err, idem.ErrCorruptRecord):
+				st.Corrupt++
+				continue
+			case err != nil:
+				return err
+			}
+			st.Bytes += usage[i].Val()
+			switch rec.Status {
+			case idem.StatusInProgress:
+				st.InProgress++
+				if !now.Before(rec.LeaseExpiry) {
+					st.Stuck++
+				}
+			case idem.StatusCompleted:
+				st.Completed++
+			case idem.StatusFailed:
+				st.Failed++
+			}
+		}
+		return nil
+	})
+	return st, err
+}
+
+// scanRecords calls fn with batches of idempotency keys that start with
+// keyPrefix ("" for all) whose record names SCAN finds on each node: the single node, or every primary of a
+// Cluster. fn gets the node's client. The primaries are scanned at once,
+// but fn is never called concurrently.
+func (s *Store) scanRecords(ctx context.Context, keyPrefix string, fn func(ctx context.Context, node *redis.Client, keys []string) error) error {
+	var mu sync.Mutex
+	match := globEscape(s.opts.Prefix+":{"+escapeTag(keyPrefix)) + "*}"
+	scan := func(ctx context.Context, node *redis.Client) error {
+		var cursor uint64
+		for {
+			names, next, err := node.Scan(ctx, cursor, match, scanBatch).Result()
+			if err != nil {
+				return storeError("scan", err, false)
+			}
+			keys := make([]string, 0, len(names))
+			for _, n := range names {
+				if k, ok := s.keyOf(n); ok {
+					keys = append(keys, k)
+				}
+			}
+			if len(keys) > 0 {
+				mu.Lock()
+				err := fn(ctx, node, keys)
+				mu.Unlock()
+				if err != nil {
+					return err
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		return scan(ctx, c)
+	}
+	return errors.New("redisstore: listing needs a *redis.Client or *redis.ClusterClient")
+}
+
+// keyOf returns the idempotency key of a record name prefix:{tag}, undoing
+// escapeTag; ok is false for names that are not records.
+func (s *Store) keyOf(name string) (string, bool) {
+	tag, ok := strings.CutPrefix(name, s.opts.Prefix+":{")
+	if !ok || !strings.HasSuffix(tag, "}") {
+		return "", false
+	}
+	tag = tag[:len(tag)-1]
+	if strings.ContainsAny(tag, "{}") {
+		return "", false
+	}
+	key := strings.NewReplacer("%7B", "{", "%7D", "}", "%25", "%").Replace(tag)
+	if keysFor(s.opts.Prefix, key).record != name || idem.ValidateKey(key) != nil {
+		return "", false
+	}
+	return key, true
+}
+
+// globEscape escapes the characters SCAN MATCH patterns treat specially.
+func globEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,37 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/backends/storetest"
+)
+
+// BenchmarkBatch prints messages/s of 8 consumers with Do per message and
+// with DoBatch over 100 messages, and their ratio (target ≥ 5):
+//
+//	go test -run '^$' -bench Batch -benchtime 1x ./backends/redisstore/
+func BenchmarkBatch(b *testing.B) {
+	st := newStore(b, newClient(b), Options{})
+	for range b.N {
+		m, err := storetest.MeasureBatch(context.Background(), st, fmt.Sprintf("bb%x", rand.Uint64()), 8, 100, 3, 2*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(m.PerMessage, "do-msg/s")
+		b.ReportMetric(m.Batched, "batch-msg/s")
+		b.ReportMetric(m.Ratio, "ratio")
+	}
+}
+
+// BenchmarkLoneCallerCoalesced prints the p50 latency of a single caller's
+// Do with the plain engine and with idem.WithCoalescing on one store, and
+// their ratio (target ≤ 1.10):
+//
+//	go test -run '^$' -bench LoneCaller -benchtime 1x ./backends/redisstore/
+func BenchmarkLoneCallerCoalesced(b *testing.B) {
+	storetest.BenchLoneCaller(b, newStore(b, newClient(b), Options{}))
+}

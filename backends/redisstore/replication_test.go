@@ -1,0 +1,132 @@
+package redisstore
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+	"github.com/redis/go-redis/v9"
+)
+
+// startReplicated starts a primary and one replica of it (no persistence)
+// and returns their clients once the replica's link is up.
+func startReplicated(t *testing.T) (primary, replica *redis.Client) {
+	t.Helper()
+	dir := t.TempDir()
+	paddr := startServer(t, dir, "--repl-diskless-sync-delay", "0")
+	host, port, _ := strings.Cut(paddr, ":")
+	raddr := startServer(t, dir, "--replicaof", host, port)
+	primary = redis.NewClient(&redis.Options{Addr: paddr})
+	replica = redis.NewClient(&redis.Options{Addr: raddr})
+	t.Cleanup(func() { _ = primary.Close(); _ = replica.Close() })
+	ctx := ctxT(t)
+	for {
+		info, err := replica.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return primary, replica
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("replica %s never linked to %s: %v\n%s", raddr, paddr, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestWaitReplicas(t *testing.T) {
+	primary, replica := startReplicated(t)
+	fp := idem.FingerprintString("r")
+	tests := []struct {
+		name     string
+		replicas int
+		wantErr  bool // every write reports ErrNotReplicated
+	}{
+		{"off", 0, false},
+		{"one of one", 1, false},
+		{"two of one", 2, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			// A reachable replica gets a generous timeout (a loaded machine
+			// can take longer than 100ms to acknowledge); the missing one
+			// must time out.
+			timeout := 5 * time.Second
+			if tc.wantErr {
+				timeout = 100 * time.Millisecond
+			}
+			s := newStore(t, primary, Options{WaitReplicas: tc.replicas, WaitTimeout: timeout})
+			check := func(what string, err error) {
+				t.Helper()
+				switch {
+				case !tc.wantErr && err != nil:
+					t.Fatalf("%s: %v", what, err)
+				case tc.wantErr && !(errors.Is(err, ErrNotReplicated) && idem.Ambiguous(err) && errors.Is(err, idem.ErrBackend)):
+					t.Fatalf("%s = %v; want an ambiguous backend error wrapping ErrNotReplicated", what, err)
+				}
+			}
+			start := time.Now()
+			l, _, err := s.Acquire(ctx, "k", fp, time.Minute)
+			check("Acquire", err)
+			if tc.wantErr {
+				if elapsed := time.Since(start); elapsed < 90*time.Millisecond {
+					t.Errorf("Acquire returned after %v, before the WAIT timeout", elapsed)
+				}
+				// The claim was applied on the primary all the same.
+				rec, err := s.Get(ctx, "k")
+				if err != nil || rec.Status != idem.StatusInProgress {
+					t.Fatalf("after an unreplicated claim: %+v, %v; want in progress", rec, err)
+				}
+				l = &idem.Lease{Key: "k", Token: rec.Token, Fingerprint: fp}
+			}
+			check("Heartbeat", s.Heartbeat(ctx, l, time.Minute))
+			check("Complete", s.Complete(ctx, l, resp("done"), time.Minute))
+			// A refused Acquire writes nothing and waits for nothing.
+			start = time.Now()
+			if _, rec, err := s.Acquire(ctx, "k", fp, time.Minute); err != nil || rec == nil || rec.Status != idem.StatusCompleted {
+				t.Fatalf("Acquire of a completed key = %+v, %v", rec, err)
+			}
+			if elapsed := time.Since(start); elapsed > 90*time.Millisecond {
+				t.Errorf("refused Acquire took %v: it waited for replicas", elapsed)
+			}
+			// Whatever WAIT said, the replica has the completion (nothing
+			// is in the way here); with WAIT 1 it had it before Complete
+			// returned.
+			rk := keysFor(s.opts.Prefix, "k").record
+			if tc.replicas == 1 {
+				if st, err := replica.HGet(ctx, rk, fieldStatus).Result(); err != nil || st != "completed" {
+					t.Errorf("replica's status right after Complete with WAIT 1 = %q, %v", st, err)
+				}
+			}
+		})
+	}
+}
+
+func TestWaitReplicasOptions(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	tests := []struct {
+		name   string
+		client redis.UniversalClient
+		opts   Options
+		ok     bool
+	}{
+		{"negative replicas", c, Options{WaitReplicas: -1}, false},
+		{"negative timeout", c, Options{WaitReplicas: 1, WaitTimeout: -time.Second}, false},
+		{"ring with WAIT", ring, Options{WaitReplicas: 1}, false},
+		{"ring without WAIT", ring, Options{}, true},
+		{"client with WAIT", c, Options{WaitReplicas: 1}, true},
+	}
+	for _, tc := range tests {
+		s, err := New(tc.client, tc.opts)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: New = %v, want ok %v", tc.name, err, tc.ok)
+		}
+		if err == nil && tc.opts.WaitReplicas > 0 && s.opts.WaitTimeout != DefaultWaitTimeout {
+			t.Errorf("%s: WaitTimeout = %v, want the default %v", tc.name, s.opts.WaitTimeout, DefaultWaitTimeout)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// BatchRates are messages per second with Engine.Do per message and with
+// Engine.DoBatch per batch, and their ratio.
+type BatchRates struct {
+	PerMessage, Batched, Ratio float64
+}
+
+// MeasureBatch runs consumers goroutines that each process messages with
+// fresh keys (a claim, a trivial function, a completion), for d per round,
+// once with Do per message and once with DoBatch over batch messages at a
+// time, in rounds ordered A B B A (reversed every other round) so a drift
+// of the machine's speed hurts both alike, and returns the median of each.
+// prefix starts every key, so runs on a shared server do not meet.
+func MeasureBatch(ctx context.Context, st idem.Store, prefix string, consumers, batch, rounds int, d time.Duration) (BatchRates, error) {
+	e := idem.New(st, idem.WithLeaseTTL(time.Minute), idem.WithHeartbeat(-1))
+	defer e.Close()
+	var per, bat []float64
+	var seq atomic.Int64
+	for r := range rounds {
+		order := []bool{false, true, true, false}
+		if r%2 == 1 {
+			order = []bool{true, false, false, true}
+		}
+		for _, batched := range order {
+			rate, err := consume(ctx, e, prefix, &seq, consumers, batch, batched, d/2)
+			if err != nil {
+				return BatchRates{}, err
+			}
+			if batched {
+				bat = append(bat, rate)
+			} else {
+				per = append(per, rate)
+			}
+		}
+	}
+	m := BatchRates{PerMessage: median(per), Batched: median(bat)}
+	m.Ratio = m.Batched / m.PerMessage
+	return m, nil
+}
+
+// consume runs one round and returns messages per second.
+func consume(ctx context.Context, e *idem.Engine, prefix string, seq *atomic.Int64, consumers, batch int, batched bool, d time.Duration) (float64, error) {
+	fp := idem.FingerprintString("message")
+	fn := func(context.Context) (idem.Response, error) { return idem.Response{Status: 200}, nil }
+	var done atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	stop := start.Add(d)
+	for range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			items := make([]idem.BatchItem, batch)
+			for time.Now().Before(stop) && firstErr.Load() == nil {
+				if !batched {
+					if _, err := e.Do(ctx, fmt.Sprintf("%s-%d", prefix, seq.Add(1)), fp, fn); err != nil {
+						firstErr.Store(err)
+					}
+					done.Add(1)
+					continue
+				}
+				for i := range items {
+					items[i] = idem.BatchItem{Key: fmt.Sprintf("%s-%d", prefix, seq.Add(1)), Fingerprint: fp, Fn: fn}
+				}
+				for _, r := range e.DoBatch(ctx, items) {
+					if r.Err != nil {
+						firstErr.Store(r.Err)
+					}
+				}
+				done.Add(int64(batch))
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return float64(done.Load()) / time.Since(start).Seconds(), nil
+}
+
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	return xs[len(xs)/2]
+}
+
+// LoneCallerLatency is the median latency of a single caller's Do calls
+// with the plain engine and with coalescing, and their ratio.
+type LoneCallerLatency struct {
+	PlainP50, CoalescedP50 time.Duration
+	Ratio                  float64 // CoalescedP50 / PlainP50
+}
+
+// MeasureLoneCaller times one caller's Do calls (fresh keys, a claim, a
+// trivial function, a completion) on plain and on coalesced, engines on
+// the same store, for d per side and round, in rounds ordered A B B A
+// (reversed every other round), and returns the p50 of every call of each
+// side. It answers whether coalescing costs a lone caller anything.
+func MeasureLoneCaller(ctx context.Context, plain, coalesced *idem.Engine, prefix string, rounds int, d time.Duration) (LoneCallerLatency, error) {
+	fp := idem.FingerprintString("message")
+	fn := func(context.Context) (idem.Response, error) { return idem.Response{Status: 200}, nil }
+	var seq int64
+	var lat [2][]time.Duration
+	for r := range rounds {
+		order := []int{0, 1, 1, 0}
+		if r%2 == 1 {
+			order = []int{1, 0, 0, 1}
+		}
+		for _, side := range order {
+			e := plain
+			if side == 1 {
+				e = coalesced
+			}
+			for stop := time.Now().Add(d / 2); time.Now().Before(stop); {
+				seq++
+				t0 := time.Now()
+				if _, err := e.Do(ctx, fmt.Sprintf("%s-%d", prefix, seq), fp, fn); err != nil {
+					return LoneCallerLatency{}, err
+				}
+				lat[side] = append(lat[side], time.Since(t0))
+			}
+		}
+	}
+	p50 := func(xs []time.Duration) time.Duration {
+		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
+		return xs[len(xs)/2]
+	}
+	m := LoneCallerLatency{PlainP50: p50(lat[0]), CoalescedP50: p50(lat[1])}
+	m.Ratio = float64(m.CoalescedP50) / float64(m.PlainP50)
+	return m, nil
+}
+
+// BenchLoneCaller is the body of a store's lone-caller benchmark: it runs
+// MeasureLoneCaller on st (nine rounds of one second) with a plain and a
+// coalesced engine and reports both p50s and their ratio (target ≤ 1.10).
+func BenchLoneCaller(b *testing.B, st idem.Store) {
+	plain := idem.New(st, idem.WithHeartbeat(-1))
+	defer plain.Close()
+	coalesced := idem.New(st, idem.WithHeartbeat(-1), idem.WithCoalescing(idem.CoalesceOptions{}))
+	defer coalesced.Close()
+	for range b.N {
+		m, err := MeasureLoneCaller(context.Background(), plain, coalesced, fmt.Sprintf("lc%x", rand.Uint64()), 9, time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(m.PlainP50.Microseconds()), "plain-p50-µs")
+		b.ReportMetric(float64(m.CoalescedP50.Microseconds()), "coalesced-p50-µs")
+		b.ReportMetric(m.Ratio, "ratio")
+	}
+}

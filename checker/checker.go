@@ -17,11 +17,12 @@ const DefaultTimeout = 10 * time.Second
 
 // Options tunes Check. The zero value is ready to use.
 type Options struct {
-	// Timeout is the wall-clock budget of the linearizability check (I4)
+	// Timeout is the wall-clock budget of the linearizability search (I4)
 	// over the whole history, counted from the start of Check. Keys whose
 	// search has not finished when it runs out are inconclusive, and so is
-	// the verdict if nothing else is violated. Keys with a single possible
-	// order are checked even after the budget is spent. Zero means
+	// the verdict if nothing else is violated. Keys the decision procedure
+	// decides, and keys with a single possible order, are checked even
+	// after the budget is spent. Zero means
 	// DefaultTimeout; a negative value means no limit (a pathological key
 	// can then take exponential time).
 	Timeout time.Duration
@@ -80,10 +81,13 @@ func (o Options) withDefaults() Options {
 }
 
 // Check proves or refutes "no double execution" for h: it partitions the
-// ops by key, checks the ledger invariants I1, I2, I3, I5 and I6 on every
-// key in linear time, then I4 with the key model (see the package doc),
-// directly for keys whose ops are totally ordered in time and with
-// Porcupine under the Timeout budget for the others. h is not modified.
+// ops by key, checks the ledger invariants I1, I2, I3, I5 and I6 and the
+// lease invariants I7 and I8 on every key in near-linear time, then I4
+// with the key model (see the package doc): with the decision procedure
+// for every key in its domain, else directly for keys whose ops are
+// totally ordered in time and with Porcupine under the Timeout budget for
+// the others. With Header.Retention set, I1 to I4 hold per life of a key's
+// record. h is not modified.
 //
 // Check never returns VerdictOK unless every key was fully checked: a
 // timeout, an invalid history (Report.Notes says why) or a history without
@@ -114,6 +118,7 @@ func Check(h *history.History, opts Options) Report {
 	if opts.Timeout > 0 {
 		deadline = start.Add(opts.Timeout)
 	}
+	retention := int64(h.Header.Retention)
 	results := make([]keyResult, len(p.keys))
 	var linTime atomic.Int64
 	var next atomic.Int64
@@ -126,21 +131,8 @@ func Check(h *history.History, opts Options) Report {
 				if k >= len(p.keys) {
 					return
 				}
-				g := p.group(k)
-				r := &results[k]
-				f := checkLedger(ops, p.keys[k], g, r)
-				t0 := time.Now()
-				r.lin, r.searched = linearize(ops, g, f, deadline, opts.SearchMemory, &sc)
-				linTime.Add(int64(time.Since(t0)))
-				if r.lin == linImplied {
-					r.add(ops, I4Linearizable, p.keys[k], "not linearizable: "+f.impliedWhy, g)
-				} else if r.lin == linIllegal {
-					r.add(ops, I4Linearizable, p.keys[k], "not linearizable against the key model", g)
-				}
-				switch r.lin {
-				case linOK, linIllegal, linImplied:
-					r.checked[slot(I4Linearizable)]++
-				}
+				t := checkKey(ops, p.keys[k], p.group(k), &results[k], keyEnv{deadline, opts.SearchMemory, retention}, &sc)
+				linTime.Add(int64(t))
 			}
 		})
 	}
@@ -154,6 +146,65 @@ func Check(h *history.History, opts Options) Report {
 	rep.Verdict = verdict(&rep)
 	rep.Stats.Duration = time.Since(start)
 	return rep
+}
+
+// keyEnv is what checking one key needs besides its ops.
+type keyEnv struct {
+	deadline     time.Time
+	searchMemory int64
+	retention    int64 // nanoseconds; <= 0: records outlive the run
+}
+
+// checkKey checks every invariant on the ops of one key (g, sorted by
+// Call) into r and returns the time spent on I4. I1 to I4 are checked per
+// life of the key's record (see epochs), the others over the whole key.
+func checkKey(ops []history.Op, key string, g []int32, r *keyResult, env keyEnv, sc *scratch) time.Duration {
+	lives := epochs(ops, g, env.retention)
+	whole := len(lives) == 1
+	var linTime time.Duration
+	for _, lg := range lives {
+		f := checkLedger(ops, key, lg, r, whole)
+		t0 := time.Now()
+		lin, searched := linearize(ops, lg, f, env.deadline, env.searchMemory, sc)
+		linTime += time.Since(t0)
+		r.searched = r.searched || searched
+		switch lin {
+		case linImplied:
+			r.add(ops, I4Linearizable, key, "not linearizable: "+f.impliedWhy, lg)
+		case linIllegal:
+			r.add(ops, I4Linearizable, key, "not linearizable against the key model", lg)
+		}
+		switch lin {
+		case linOK, linIllegal, linImplied:
+			r.checked[slot(I4Linearizable)]++
+		}
+		r.lin = worse(r.lin, lin)
+	}
+	if !whole {
+		checkKeyWide(ops, key, g, r)
+	}
+	checkLeases(ops, key, g, r, &sc.leases)
+	return linTime
+}
+
+// worse combines the I4 outcomes of two lives of a key: a violation beats
+// an unfinished search, which beats a pass.
+func worse(a, b linStatus) linStatus {
+	rank := func(s linStatus) int {
+		switch s {
+		case linIllegal, linImplied:
+			return 3
+		case linUnknown, linSkipped:
+			return 2
+		case linOK:
+			return 1
+		}
+		return 0 // linUnchecked
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
 }
 
 func countOps(ops []history.Op, st *Stats) {
@@ -176,6 +227,8 @@ func countOps(ops []history.Op, st *Stats) {
 			}
 		case history.KindFault:
 			st.Faults++
+		case history.KindLease:
+			st.Leases++
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -51,6 +52,14 @@ func TestRecordedHistories(t *testing.T) {
 		{"bad_probe_stuck.jsonl", VerdictViolation, []Invariant{I6Liveness}},
 		{"bad_in_progress_after_commit.jsonl", VerdictViolation, []Invariant{I4Linearizable}},
 		{"bad_mismatch_same_fingerprint.jsonl", VerdictViolation, []Invariant{I4Linearizable}},
+		{"ok_lease_takeover_fenced.jsonl", VerdictOK, nil},
+		{"ok_retention_expired_then_executed_again.jsonl", VerdictOK, nil},
+		{"bad_token_restart_after_release.jsonl", VerdictViolation, []Invariant{I7TokenOrder, I8NoSupersededWrite}},
+		{"bad_takeover_of_superseded_lease.jsonl", VerdictViolation, []Invariant{I7TokenOrder}},
+		{"bad_unfenced_heartbeat.jsonl", VerdictViolation, []Invariant{I8NoSupersededWrite}},
+		{"bad_failure_stored_after_stale_effect.jsonl", VerdictViolation, []Invariant{I7TokenOrder, I8NoSupersededWrite}},
+		{"bad_failure_after_own_stale_effect_calls_only.jsonl", VerdictViolation, []Invariant{I8NoSupersededWrite}},
+		{"bad_retention_stale_effect_after_newer_life.jsonl", VerdictViolation, []Invariant{I1AtMostOnce, I4Linearizable, I5Fencing}},
 	}
 	files, err := filepath.Glob("testdata/*.jsonl")
 	if err != nil {
@@ -82,6 +91,9 @@ func TestRecordedHistories(t *testing.T) {
 				if v.Key == "" || v.Message == "" || len(v.Ops) == 0 {
 					t.Errorf("violation without key, message or ops: %+v", v)
 				}
+				if (v.Invariant == I7TokenOrder || v.Invariant == I8NoSupersededWrite) && !strings.Contains(v.Message, "token") {
+					t.Errorf("%s violation does not name the tokens: %s", v.Invariant, v.Message)
+				}
 				if v.Invariant != I4Linearizable {
 					continue
 				}
@@ -101,6 +113,23 @@ func TestRecordedHistories(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRetentionMakesReexecutionLegal checks that the same history is a
+// double execution when the header gives no retention (records are assumed
+// to outlive the run) and legal when it says the first record expired.
+func TestRetentionMakesReexecutionLegal(t *testing.T) {
+	h := load(t, "ok_retention_expired_then_executed_again.jsonl")
+	if rep := Check(h, Options{}); rep.Verdict != VerdictOK {
+		t.Fatalf("with retention: %s:%s", rep.Verdict, summarize(rep))
+	}
+	for _, ret := range []time.Duration{0, 10 * time.Second} {
+		h.Header.Retention = ret
+		rep := Check(h, Options{})
+		if rep.Verdict != VerdictViolation || !slices.Contains(rep.Violated(), I1AtMostOnce) {
+			t.Errorf("retention %v: verdict %s, violated %v; want I1", ret, rep.Verdict, rep.Violated())
+		}
 	}
 }
 

@@ -30,6 +30,22 @@
 //   - I6 liveness: an end-of-run probe (a call with Probe set) must not get
 //     in_progress, unknown or error. A history without probes is not
 //     checked for I6 (Report.Notes says so).
+//   - I7 token order: over the key's lease grants (lease ops acquired and
+//     taken_over, recorded by the engine's observer), a grant called after
+//     another returned carries a higher token, no two grants share a
+//     token, and a take-over's PrevToken is below its token and not below
+//     any token granted before it (it superseded the latest lease). This
+//     holds across take-over, release and retention expiry.
+//   - I8 no superseded write: no accepted write (lease ops completed,
+//     failed, heartbeat, released) carries a token lower than a grant that
+//     returned before the write was called; and no failure is stored (a
+//     failed lease op, or a failed call with a token) by an execution
+//     whose own effect the sink rejected as stale (a rejection the sink
+//     answered, not one resolved from a lost acknowledgement).
+//
+// I7 and I8 compare only ops ordered in real time, like I5; a history
+// without lease ops checks I8's stored failures from the calls alone and
+// has nothing for I7.
 //
 // # The key model (I4)
 //
@@ -68,11 +84,18 @@
 //
 // # Cost and timeouts
 //
-// The ledger invariants are linear in the number of ops. For I4, in order
-// of cost:
+// The ledger invariants are linear in the number of ops, I5, I7 and I8
+// n log n in a key's effects or grants. For I4, in order of cost:
 //
 //   - a key that fails I1 or I3 cannot be linearizable and is reported
 //     without a search;
+//   - the main path: a decision procedure (decide.go) that is linear in
+//     the key's ops decides every key whose possible committers carry a
+//     fingerprint (every key the workload records): at most one commit
+//     and one applied effect per key turn the model's rules into bounds on
+//     the commit point, checked for each possible committer in O(1). A
+//     property test cross-checks it against Porcupine on random small
+//     histories with unknown outcomes. Only keys outside its domain go on;
 //   - a key whose model-relevant ops are totally ordered in time has one
 //     possible order and is stepped through directly;
 //   - otherwise a greedy search looks for one linearization without
@@ -89,9 +112,13 @@
 //
 // # Limits
 //
-// Records are assumed to outlive the run (retention longer than the run):
-// a key whose record expired and was legitimately executed again shows up
-// as an I1 violation. Every op of a key must carry the same Key string; key
-// scoping is the recorder's business. Ledger order for I5 is inferred from
+// Retention comes from the history header (Header.Retention). With it, a
+// key whose record expired and was executed again is split into the lives
+// of its record (by fencing token: see epochs in epoch.go) and I1 to I4
+// hold per life; a stale execution from before the expiry accepted after a
+// newer life began still counts against its own life (and I5). Without it
+// (zero), records are assumed to outlive the run, and such a re-execution
+// shows up as an I1 violation. Every op of a key must carry the same Key
+// string; key scoping is the recorder's business. Ledger order for I5 is inferred from
 // real time, so two overlapping effects are never compared.
 package checker

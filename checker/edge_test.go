@@ -46,8 +46,8 @@ func TestCheckEdgeCases(t *testing.T) {
 // budget ran out make the verdict inconclusive, never ok, and that keys
 // with one possible order are still checked.
 func TestBudgetSpentIsInconclusive(t *testing.T) {
-	defer func(old bool) { useWitness = old }(useWitness)
-	useWitness = false
+	defer func(w, d bool) { useWitness, useDecide = w, d }(useWitness, useDecide)
+	useWitness, useDecide = false, false
 	h := genHistory(3, genOptions{ops: 3000, keys: 300})
 	rep := Check(h, Options{Timeout: time.Nanosecond})
 	if rep.Verdict != VerdictInconclusive {

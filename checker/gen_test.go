@@ -17,7 +17,8 @@ type genOptions struct {
 
 // genHistory builds a legal history the way a correct engine with a fenced
 // sink and recovery would produce it: per key one execution with one
-// applied effect, concurrent duplicates answered in_progress while it runs,
+// applied effect, its lease grant (and take-over) and completion,
+// concurrent duplicates answered in_progress while it runs,
 // replays after it, some mismatches and timed-out replays, and for a share of
 // keys a first attempt with an unknown outcome (crashed before the effect,
 // or after it and completed by a recovering successor). Ops are spread over
@@ -61,26 +62,36 @@ func genKey(rng *rand.Rand, ops *[]history.Op, k, n int, token *uint64, o genOpt
 	const ms = int64(1e6)
 
 	execClient := client()
-	if rng.Float64() < o.unknownPct && left >= 4 {
+	if rng.Float64() < o.unknownPct && left >= 7 {
 		// A first attempt whose outcome is unknown.
 		tok := *token
 		*token++
 		emit(history.Op{Kind: history.KindCall, Client: execClient, FP: fp, Call: t, Return: history.NoReturn,
 			Outcome: history.Unknown, Err: "worker crashed"})
+		emit(history.Op{Kind: history.KindLease, Client: execClient, Call: t, Return: t + ms/2, Token: tok,
+			Transition: history.TransitionAcquired})
 		applied := rng.IntN(2) == 0 // crashed after the effect: recovery reuses it
 		emit(history.Op{Kind: history.KindEffect, Client: execClient, Call: t + ms, Return: t + 2*ms, Token: tok, Applied: applied})
 		t += 500 * ms // lease TTL later, a retry takes over
 		tok2 := *token
 		emit(history.Op{Kind: history.KindCall, Client: execClient, FP: fp, Call: t, Return: t + 10*ms,
 			Outcome: history.Executed, Token: tok2, Resp: resp})
+		emit(history.Op{Kind: history.KindLease, Client: execClient, Call: t, Return: t + ms/2, Token: tok2, PrevToken: tok,
+			Transition: history.TransitionTakenOver})
 		if !applied {
 			emit(history.Op{Kind: history.KindEffect, Client: execClient, Call: t + 2*ms, Return: t + 5*ms, Token: tok2, Applied: true})
 		}
+		emit(history.Op{Kind: history.KindLease, Client: execClient, Call: t + 6*ms, Return: t + 9*ms, Token: tok2,
+			Transition: history.TransitionCompleted})
 	} else {
-		// The execution [t, t+10ms] with its effect inside.
+		// The execution [t, t+10ms] with its grant, effect and completion inside.
 		emit(history.Op{Kind: history.KindCall, Client: execClient, FP: fp, Call: t, Return: t + 10*ms,
 			Outcome: history.Executed, Token: *token, Resp: resp})
+		emit(history.Op{Kind: history.KindLease, Client: execClient, Call: t, Return: t + ms/2, Token: *token,
+			Transition: history.TransitionAcquired})
 		emit(history.Op{Kind: history.KindEffect, Client: execClient, Call: t + 2*ms, Return: t + 5*ms, Token: *token, Applied: true})
+		emit(history.Op{Kind: history.KindLease, Client: execClient, Call: t + 6*ms, Return: t + 9*ms, Token: *token,
+			Transition: history.TransitionCompleted})
 	}
 	// Concurrent duplicates while it runs.
 	for i := 0; i < 2 && left > 0 && rng.IntN(2) == 0; i++ {

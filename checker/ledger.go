@@ -22,7 +22,8 @@ type keyResult struct {
 }
 
 // invIndex maps an invariant to its slot in keyResult.checked.
-var invIndex = [...]Invariant{I1AtMostOnce, I2NoPhantomSuccess, I3ReplayConsistency, I4Linearizable, I5Fencing, I6Liveness}
+var invIndex = [...]Invariant{I1AtMostOnce, I2NoPhantomSuccess, I3ReplayConsistency, I4Linearizable, I5Fencing, I6Liveness,
+	I7TokenOrder, I8NoSupersededWrite}
 
 func slot(inv Invariant) int { return slices.Index(invIndex[:], inv) }
 
@@ -49,10 +50,11 @@ type keyFacts struct {
 	impliedWhy string
 }
 
-// checkLedger checks I1, I2, I3, I5 and I6 on the ops of one key (g, sorted
-// by Call) in time linear in len(g), except I5, which sorts the key's
+// checkLedger checks I1, I2 and I3 on the ops of one key, or of one life of
+// its record (g, sorted by Call), and with whole also I5 and I6 (see
+// keyWide), in time linear in len(g), except I5, which sorts the key's
 // applied effects.
-func checkLedger(ops []history.Op, key string, g []int32, r *keyResult) keyFacts {
+func checkLedger(ops []history.Op, key string, g []int32, r *keyResult, whole bool) keyFacts {
 	var (
 		f          keyFacts
 		applied    []int32
@@ -66,6 +68,9 @@ func checkLedger(ops []history.Op, key string, g []int32, r *keyResult) keyFacts
 	)
 	for _, i := range g {
 		op := &ops[i]
+		if op.Kind == history.KindLease {
+			continue // I7 and I8 (leases.go)
+		}
 		if op.Kind == history.KindEffect {
 			switch {
 			case op.Outcome == history.Unknown:
@@ -142,18 +147,44 @@ func checkLedger(ops []history.Op, key string, g []int32, r *keyResult) keyFacts
 		f.impliesI4, f.impliedWhy = true, "different responses returned (I3)"
 	}
 
-	// I5: fencing, in ledger (real-time) order.
+	if whole {
+		keyWide(ops, key, g, applied, probes, stuck, r)
+	}
+	return f
+}
+
+// checkKeyWide checks I5 and I6 on all the ops of a key (g, sorted by
+// Call) whose lives checkLedger checked one by one.
+func checkKeyWide(ops []history.Op, key string, g []int32, r *keyResult) {
+	var applied, stuck []int32
+	probes := 0
+	for _, i := range g {
+		op := &ops[i]
+		switch {
+		case op.Kind == history.KindEffect && op.Applied && op.Outcome == history.OutcomeNone:
+			applied = append(applied, i)
+		case op.Kind == history.KindCall && op.Probe:
+			probes++
+			switch op.Outcome {
+			case history.InProgress, history.Unknown, history.Error:
+				stuck = append(stuck, i)
+			}
+		}
+	}
+	keyWide(ops, key, g, applied, probes, stuck, r)
+}
+
+// keyWide checks I5 (fencing, in ledger real-time order) given the key's
+// applied effects, and I6 given its probes and the stuck ones.
+func keyWide(ops []history.Op, key string, g, applied []int32, probes int, stuck []int32, r *keyResult) {
 	if len(applied) > 0 {
 		r.checked[slot(I5Fencing)]++
 		checkFencing(ops, key, g, applied, r)
 	}
-
-	// I6: liveness probes.
 	r.checked[slot(I6Liveness)] += probes
 	if len(stuck) > 0 {
 		r.add(ops, I6Liveness, key, fmt.Sprintf("key stuck: %d end-of-run probe(s) got %s", len(stuck), ops[stuck[0]].Outcome), stuck)
 	}
-	return f
 }
 
 // checkFencing reports an effect or completion that was accepted with a

@@ -57,6 +57,9 @@ func modelOps(out []porcupine.Operation, ops []history.Op, g []int32, f keyFacts
 }
 
 func affectsModel(op *history.Op, f keyFacts) bool {
+	if op.Kind == history.KindLease {
+		return false // checked by I7 and I8, not part of the key model
+	}
 	if op.Kind == history.KindEffect {
 		if op.Outcome == history.Unknown {
 			return f.applied == 0
@@ -72,11 +75,12 @@ func affectsModel(op *history.Op, f keyFacts) bool {
 	return true
 }
 
-// linearize decides I4 for one key: directly when only one order is
-// possible, by a greedy witness when one is found, else with Porcupine
-// bounded by deadline (the zero time means no bound) and by searchMemory
-// bytes (<= 0 means no bound). searched reports whether Porcupine was
-// needed.
+// linearize decides I4 for one key: with the decision procedure (decide)
+// whenever the key is in its domain, which is the main path; otherwise
+// directly when only one order is possible, by a greedy witness when one
+// is found, else with Porcupine bounded by deadline (the zero time means
+// no bound) and by searchMemory bytes (<= 0 means no bound). searched
+// reports whether Porcupine was needed.
 func linearize(ops []history.Op, g []int32, f keyFacts, deadline time.Time, searchMemory int64, sc *scratch) (status linStatus, searched bool) {
 	if f.impliesI4 {
 		return linImplied, false
@@ -86,6 +90,16 @@ func linearize(ops []history.Op, g []int32, f keyFacts, deadline time.Time, sear
 	switch {
 	case len(pops) == 0:
 		return linUnchecked, false
+	}
+	if useDecide {
+		if legal, ok := decide(pops, &sc.bounds); ok {
+			if legal {
+				return linOK, false
+			}
+			return linIllegal, false
+		}
+	}
+	switch {
 	case sequential:
 		if checkSequential(pops, sc) {
 			return linOK, false

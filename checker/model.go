@@ -241,6 +241,15 @@ func b2u(b bool) uint64 {
 func describeOp(op *history.Op) string {
 	var b strings.Builder
 	switch {
+	case op.Kind == history.KindLease:
+		fmt.Fprintf(&b, "lease %s token=%d", op.Transition, op.Token)
+		if op.PrevToken != 0 {
+			fmt.Fprintf(&b, " prev=%d", op.PrevToken)
+		}
+		if op.Label != "" {
+			fmt.Fprintf(&b, " (%s)", op.Label)
+		}
+		return b.String()
 	case op.Kind == history.KindEffect:
 		fmt.Fprintf(&b, "effect token=%d", op.Token)
 		switch {

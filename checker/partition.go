@@ -20,7 +20,7 @@ type partition struct {
 
 func partitionByKey(ops []history.Op) *partition {
 	p := &partition{}
-	ids := make(map[string]int32)
+	ids := make(map[string]int32, min(len(ops)/8, 1<<20)) // a guess that saves most of the growth
 	keyOf := make([]int32, len(ops))
 	var counts []int32
 	for i := range ops {

@@ -95,12 +95,51 @@ func TestMutatedHistoriesFail(t *testing.T) {
 			return true
 		}, I4Linearizable},
 		{"stale token accepted", func(h *history.History, key string) bool {
+			if len(keyOps(h, key, func(op *history.Op) bool { return op.Token == 1 })) > 0 {
+				return false // token 1 is this key's own: not stale
+			}
 			t := lastReturn(h, key) + 10
 			h.Ops = append(h.Ops, history.Op{Kind: history.KindCall, Key: key, FP: "x", Call: t, Return: t + 5,
 				Outcome: history.LeaseLost, Token: 1})
 			h.Ops = append(h.Ops, history.Op{Kind: history.KindEffect, Key: key, Call: t + 1, Return: t + 2, Token: 1, Applied: true})
 			return true
 		}, I5Fencing},
+		{"token restart after the record was gone", func(h *history.History, key string) bool {
+			t := lastReturn(h, key) + 10
+			h.Ops = append(h.Ops, history.Op{Kind: history.KindLease, Key: key, Call: t, Return: t + 5, Token: 1,
+				Transition: history.TransitionAcquired})
+			return true
+		}, I7TokenOrder},
+		{"take-over of a superseded lease", func(h *history.History, key string) bool {
+			var grant *history.Op
+			for i := range h.Ops {
+				if op := &h.Ops[i]; op.Key == key && op.Kind == history.KindLease && op.Transition == history.TransitionTakenOver {
+					grant = op
+				}
+			}
+			if grant == nil {
+				return false
+			}
+			t := lastReturn(h, key) + 10
+			h.Ops = append(h.Ops, history.Op{Kind: history.KindLease, Key: key, Call: t, Return: t + 5, Token: 1 << 42,
+				PrevToken: grant.PrevToken, Transition: history.TransitionTakenOver})
+			return true
+		}, I7TokenOrder},
+		{"unfenced heartbeat after a take-over", func(h *history.History, key string) bool {
+			var grant *history.Op
+			for i := range h.Ops {
+				if op := &h.Ops[i]; op.Key == key && op.Kind == history.KindLease && op.Transition == history.TransitionTakenOver {
+					grant = op
+				}
+			}
+			if grant == nil {
+				return false
+			}
+			t := grant.Return + 1
+			h.Ops = append(h.Ops, history.Op{Kind: history.KindLease, Key: key, Call: t, Return: t + 5, Token: grant.PrevToken,
+				Transition: history.TransitionHeartbeat})
+			return true
+		}, I8NoSupersededWrite},
 		{"stuck probe", func(h *history.History, key string) bool {
 			t := lastReturn(h, key) + 10
 			h.Ops = append(h.Ops, history.Op{Kind: history.KindCall, Key: key, Call: t, Return: t + 5, Outcome: history.Unknown, Probe: true})
@@ -113,8 +152,15 @@ func TestMutatedHistoriesFail(t *testing.T) {
 			tried := 0
 			for seed := range uint64(20) {
 				h := genHistory(seed, genOptions{ops: 2000, keys: 200, unknownPct: 0.3})
-				key := h.Ops[rng.IntN(len(h.Ops))].Key
-				if !tt.mutate(h, key) {
+				// Up to 10 random keys: some mutations need a key with a take-over.
+				key, ok := "", false
+				for range 10 {
+					if key = h.Ops[rng.IntN(len(h.Ops))].Key; tt.mutate(h, key) {
+						ok = true
+						break
+					}
+				}
+				if !ok {
 					continue
 				}
 				tried++
@@ -176,7 +222,7 @@ func TestWitnessAgreesWithPorcupine(t *testing.T) {
 			g[i] = int32(i)
 		}
 		var r keyResult
-		f := checkLedger(ops, "k", g, &r)
+		f := checkLedger(ops, "k", g, &r, true)
 		pops, sequential := modelOps(nil, ops, g, f)
 		// Porcupine on every op, unfiltered, is the reference.
 		all := make([]porcupine.Operation, len(ops))
@@ -210,5 +256,96 @@ func TestWitnessAgreesWithPorcupine(t *testing.T) {
 	t.Logf("%d legal of 20000, witness found for %d", legal, witnessed)
 	if legal < 500 || witnessed*10 < legal*9 {
 		t.Errorf("witness found for %d of %d legal keys; want at least 90%%", witnessed, legal)
+	}
+}
+
+// randomKeyOps draws one small random key history (mostly illegal): calls
+// of every outcome, applied, rejected and unresolved effects, unknown
+// outcomes, two fingerprints and two responses, overlapping at random.
+// With emptyFP some calls carry no fingerprint.
+func randomKeyOps(rng *rand.Rand, emptyFP bool) []history.Op {
+	outcomes := []history.Outcome{history.Executed, history.Replayed, history.Replayed, history.Failed,
+		history.InProgress, history.InProgress, history.Mismatch, history.Unknown, history.Unknown, history.Released}
+	fps := []string{"a", "a", "b"}
+	if emptyFP {
+		fps = append(fps, "")
+	}
+	n := 1 + rng.IntN(9)
+	ops := make([]history.Op, 0, n)
+	for range n {
+		call := int64(rng.IntN(50))
+		op := history.Op{Kind: history.KindCall, Key: "k", Call: call, Return: call + int64(rng.IntN(20)),
+			FP: fps[rng.IntN(len(fps))]}
+		if rng.IntN(4) == 0 {
+			op.Kind, op.FP = history.KindEffect, ""
+			op.Applied = rng.IntN(3) != 0
+			if rng.IntN(3) == 0 {
+				op.Outcome, op.Applied, op.Return = history.Unknown, false, history.NoReturn
+			}
+		} else {
+			op.Outcome = outcomes[rng.IntN(len(outcomes))]
+			if op.Outcome.HasResponse() {
+				op.Resp = []string{"r1", "r1", "r1", "r2"}[rng.IntN(4)]
+			}
+			if op.Outcome == history.Executed || (op.Outcome == history.Failed && rng.IntN(2) == 0) {
+				op.Token = uint64(1 + rng.IntN(3))
+			}
+			if op.Outcome == history.Unknown {
+				op.Return = history.NoReturn
+			}
+		}
+		ops = append(ops, op)
+	}
+	history.SortByCall(ops)
+	return ops
+}
+
+// TestDecideAgreesWithPorcupine cross-checks the decision procedure against
+// Porcupine on 30,000 random small key histories, unknown outcomes and
+// unresolved effects included: on the ops as recorded and on the filtered
+// model ops, decide must give Porcupine's answer whenever it answers, and
+// it must answer whenever every call carries a fingerprint.
+func TestDecideAgreesWithPorcupine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	var legal, illegal, answered, total int
+	var b bounds // reused, as Check reuses it
+	for iter := range 30000 {
+		emptyFP := iter%5 == 0
+		ops := randomKeyOps(rng, emptyFP)
+		all := make([]porcupine.Operation, len(ops))
+		for i := range ops {
+			all[i] = porcupine.Operation{Input: &ops[i], Call: ops[i].Call, Return: ops[i].Return}
+		}
+		want := porcupine.CheckOperations(keyModel, all)
+		g := make([]int32, len(ops))
+		for i := range g {
+			g[i] = int32(i)
+		}
+		var r keyResult
+		f := checkLedger(ops, "k", g, &r, true)
+		pops, _ := modelOps(nil, ops, g, f)
+		for _, in := range [][]porcupine.Operation{all, pops} {
+			total++
+			got, ok := decide(in, &b)
+			if !ok {
+				if !emptyFP {
+					t.Fatalf("iter %d: decide declined a history whose calls all carry a fingerprint:\n%v", iter, ops)
+				}
+				continue
+			}
+			answered++
+			if got != want {
+				t.Fatalf("iter %d: decide says %v, Porcupine %v:\n%v", iter, got, want, ops)
+			}
+		}
+		if want {
+			legal++
+		} else {
+			illegal++
+		}
+	}
+	t.Logf("%d legal, %d illegal; decide answered %d of %d", legal, illegal, answered, total)
+	if legal < 3000 || illegal < 3000 {
+		t.Errorf("generator too one-sided: %d legal, %d illegal", legal, illegal)
 	}
 }

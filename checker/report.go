@@ -34,10 +34,13 @@ const (
 	I4Linearizable      Invariant = "I4" // the key's history is linearizable against the key model
 	I5Fencing           Invariant = "I5" // no effect or completion accepted with a lower token after a higher one
 	I6Liveness          Invariant = "I6" // no end-of-run probe found its key stuck
+	I7TokenOrder        Invariant = "I7" // every lease granted for a key carries a higher token than those granted before it
+	I8NoSupersededWrite Invariant = "I8" // no write accepted under a superseded token; no failure stored for a stale-rejected effect
 )
 
 // Invariants lists every invariant in report order.
-var Invariants = []Invariant{I1AtMostOnce, I2NoPhantomSuccess, I3ReplayConsistency, I4Linearizable, I5Fencing, I6Liveness}
+var Invariants = []Invariant{I1AtMostOnce, I2NoPhantomSuccess, I3ReplayConsistency, I4Linearizable, I5Fencing, I6Liveness,
+	I7TokenOrder, I8NoSupersededWrite}
 
 var invariantNames = map[Invariant]string{
 	I1AtMostOnce:        "at-most-once",
@@ -46,6 +49,8 @@ var invariantNames = map[Invariant]string{
 	I4Linearizable:      "linearizable key",
 	I5Fencing:           "fencing",
 	I6Liveness:          "liveness",
+	I7TokenOrder:        "token order",
+	I8NoSupersededWrite: "no superseded write",
 }
 
 // Name returns the short English name of inv ("at-most-once"), or "" for an
@@ -78,8 +83,10 @@ type Violation struct {
 // InvariantResult summarizes one invariant over the whole history.
 type InvariantResult struct {
 	Invariant Invariant `json:"invariant"`
-	// Checked counts what was checked: keys for I1, I3, I4 and I5, success
-	// calls for I2, probes for I6. For I4 it counts keys decided (legal or
+	// Checked counts what was checked: keys (lives of a key's record, when
+	// retention split it) for I1, I3 and I4, keys for I5, success calls for
+	// I2, probes for I6, lease grants for I7, accepted lease writes and
+	// stored failures for I8. For I4 it counts keys decided (legal or
 	// not); keys left undecided are in Inconclusive, and keys with nothing
 	// to check (only no-op calls) in neither.
 	Checked int `json:"checked"`
@@ -96,8 +103,12 @@ type Stats struct {
 	Calls   int `json:"calls"`
 	Effects int `json:"effects"`
 	Faults  int `json:"faults"`
-	Probes  int `json:"probes"`
-	Keys    int `json:"keys"`
+	// Leases counts lease ops (grants, renewals, writes) from the engine's
+	// observer; zero means I7 and I8 had nothing to check but the stored
+	// failures of the calls.
+	Leases int `json:"leases"`
+	Probes int `json:"probes"`
+	Keys   int `json:"keys"`
 	// UnknownCalls counts calls with an Unknown outcome.
 	UnknownCalls int `json:"unknown_calls"`
 	// UnresolvedEffects counts effects still Unknown (their ack was lost and

@@ -93,4 +93,6 @@ type scratch struct {
 	pops           []porcupine.Operation
 	done           []bool
 	cur, tmp, best stateSet
+	leases         leaseScratch
+	bounds         bounds
 }

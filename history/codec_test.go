@@ -17,7 +17,7 @@ func sampleHistory() *History {
 			Seed: 42, Backend: "memstore", Engine: "fenced+recovery",
 			Options:  map[string]string{"clients": "8"},
 			Start:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-			LeaseTTL: 2 * time.Second, Clock: ClockName,
+			LeaseTTL: 2 * time.Second, Clock: ClockName, Retention: time.Hour,
 		},
 		Ops: []Op{
 			{Kind: KindCall, Client: 1, Worker: 2, Key: "k1", Request: 7, Attempt: 1, FP: "fp1",
@@ -28,6 +28,9 @@ func sampleHistory() *History {
 			{Kind: KindFault, Client: -1, Call: 160, Return: 170, Label: `crash "after-effect" <&> é`},
 			{Kind: KindCall, Client: 3, Key: "k\u00e9\n\"x", Call: 300, Return: 310, Outcome: Replayed, Resp: "abcd", Probe: true},
 			{Kind: KindCall, Client: -5, Key: "k2", Call: -3, Return: -1, Outcome: Mismatch, Token: 1<<64 - 1},
+			{Kind: KindLease, Client: 1, Worker: 2, Key: "k1", Call: 95, Return: 99, Token: 3, Exec: "e1", Transition: TransitionAcquired},
+			{Kind: KindLease, Client: 2, Worker: 3, Key: "k1", Call: 135, Return: 139, Token: 4, PrevToken: 3, Exec: "e2", Transition: TransitionTakenOver},
+			{Kind: KindLease, Client: 1, Worker: 2, Key: "k1", Call: 140, Return: 141, Token: 3, Exec: "e1", Transition: TransitionLeaseLost, Label: "complete"},
 		},
 	}
 }

@@ -20,6 +20,10 @@
 //     should be resolved from the ledger with ResolveEffects before checking.
 //   - KindFault: a fault window from Call to Return, described by Label
 //     ("pause client 3", "crash after-effect").
+//   - KindLease: one lease step as the engine's observer saw it (a grant,
+//     a take-over with the PrevToken it superseded, a renewal, an accepted
+//     or refused fenced write), named by Transition, with the lease's Token;
+//     Call and Return bracket the store call behind it.
 //
 // # Timeline
 //

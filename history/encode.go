@@ -117,6 +117,14 @@ func AppendOp(b []byte, op *Op) []byte {
 		b = append(b, `,"err":`...)
 		b = appendString(b, op.Err)
 	}
+	if op.Transition != "" {
+		b = append(b, `,"transition":`...)
+		b = appendString(b, string(op.Transition))
+	}
+	if op.PrevToken != 0 {
+		b = append(b, `,"prev_token":`...)
+		b = strconv.AppendUint(b, op.PrevToken, 10)
+	}
 	return append(b, '}')
 }
 

@@ -44,7 +44,8 @@ func parseOpFast(b []byte, op *Op) bool {
 }
 
 var fieldNames = [...]string{"kind", "client", "worker", "key", "req", "attempt", "fp", "call", "ret",
-	"intended", "outcome", "token", "resp", "exec", "applied", "probe", "label", "err"}
+	"intended", "outcome", "token", "resp", "exec", "applied", "probe", "label", "err",
+	"transition", "prev_token"}
 
 func fieldIndex(name []byte) int {
 	for i, n := range fieldNames {
@@ -197,6 +198,12 @@ func (p *fastParser) field(f int, op *Op) bool {
 		op.Label, ok = p.strField()
 	case "err":
 		op.Err, ok = p.strField()
+	case "transition":
+		var s string
+		s, ok = p.strField()
+		op.Transition = Transition(s)
+	case "prev_token":
+		op.PrevToken, ok = p.uint()
 	case "applied":
 		op.Applied, ok = p.bool()
 	case "probe":

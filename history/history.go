@@ -40,6 +40,11 @@ type Header struct {
 	// LeaseTTL is the engine's lease duration; the liveness probe runs at
 	// least one LeaseTTL after the last fault healed.
 	LeaseTTL time.Duration `json:"lease_ttl,omitempty"`
+	// Retention is how long the engine keeps a completed or failed record;
+	// zero means unknown (the checker then assumes records outlive the
+	// run). A key executed again after its record expired is a new key
+	// for the checker, not a double execution.
+	Retention time.Duration `json:"retention,omitempty"`
 	// Clock names the timeline the timestamps come from (see ClockName).
 	Clock string `json:"clock,omitempty"`
 	// Process identifies the worker process that wrote this stream in a
@@ -83,7 +88,8 @@ func (hd *Header) validate() error {
 	return nil
 }
 
-// Counts returns how many ops of each kind h holds.
+// Counts returns how many call, effect and fault ops h holds (lease ops
+// are not counted).
 func (h *History) Counts() (calls, effects, faults int) {
 	for i := range h.Ops {
 		switch h.Ops[i].Kind {

@@ -12,7 +12,7 @@ import (
 // Engine and Clock, and their Options must not give one name two values;
 // otherwise Merge returns an error naming the first input that disagrees.
 // The merged header is the first one with Start set to the earliest Start,
-// Options the union, LeaseTTL the largest, and Process 0. The inputs are not
+// Options the union, LeaseTTL and Retention the largest, and Process 0. The inputs are not
 // modified. Merge of one history returns a sorted copy; Merge of none is an
 // error.
 func Merge(hs ...*History) (*History, error) {
@@ -80,6 +80,9 @@ func mergeHeader(dst, src *Header) error {
 	}
 	if src.LeaseTTL > dst.LeaseTTL {
 		dst.LeaseTTL = src.LeaseTTL
+	}
+	if src.Retention > dst.Retention {
+		dst.Retention = src.Retention
 	}
 	return nil
 }

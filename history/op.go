@@ -20,11 +20,12 @@ const (
 	KindCall   Kind = 1 // one Engine.Do as the client saw it
 	KindEffect Kind = 2 // one attempt of the business side effect, as the sink saw it
 	KindFault  Kind = 3 // a fault window from Call to Return
+	// KindLease (4, "lease") is declared in lease.go.
 )
 
-var kindNames = [...]string{KindCall: "call", KindEffect: "effect", KindFault: "fault"}
+var kindNames = [...]string{KindCall: "call", KindEffect: "effect", KindFault: "fault", KindLease: "lease"}
 
-// String returns "call", "effect", "fault" or "kind(N)".
+// String returns "call", "effect", "fault", "lease" or "kind(N)".
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
 		return kindNames[k]
@@ -211,6 +212,12 @@ type Op struct {
 	Label string `json:"label,omitempty"`
 	// Err is the error text a call or effect saw, for humans only.
 	Err string `json:"err,omitempty"`
+	// Transition names the lease step of a KindLease op; empty for the
+	// other kinds.
+	Transition Transition `json:"transition,omitempty"`
+	// PrevToken is, on a KindLease take-over, the token of the lease it
+	// superseded; zero otherwise.
+	PrevToken uint64 `json:"prev_token,omitempty"`
 }
 
 // Pending reports whether the op's end is unknown: an Unknown outcome or a
@@ -220,13 +227,19 @@ func (op *Op) Pending() bool { return op.Outcome == Unknown || op.Return == NoRe
 // Validate reports the first rule op breaks, or nil. The rules: Kind is
 // valid; Return >= Call; calls carry a call outcome, and Executed, Replayed
 // and Failed calls carry Resp; effects have OutcomeNone or Unknown and are
-// not probes; faults have OutcomeNone, Applied false and Probe false.
+// not probes; faults have OutcomeNone, Applied false and Probe false; lease
+// ops carry a known Transition, no outcome, and a PrevToken only on a
+// take-over (or the recovery after one); only lease ops carry a Transition
+// or a PrevToken.
 func (op *Op) Validate() error {
 	if op.Return < op.Call {
 		return fmt.Errorf("history: %s op returns at %d before its call at %d", op.Kind, op.Return, op.Call)
 	}
 	if op.Outcome >= numOutcomes {
 		return fmt.Errorf("history: invalid outcome %d", uint8(op.Outcome))
+	}
+	if op.Kind != KindLease && (op.Transition != "" || op.PrevToken != 0) {
+		return fmt.Errorf("history: %s op with a lease transition or prev_token", op.Kind)
 	}
 	switch op.Kind {
 	case KindCall:
@@ -250,6 +263,8 @@ func (op *Op) Validate() error {
 		if op.Outcome != OutcomeNone || op.Applied || op.Probe {
 			return errors.New("history: fault op with outcome, applied or probe set")
 		}
+	case KindLease:
+		return op.validateLease()
 	default:
 		return fmt.Errorf("history: invalid kind %d", uint8(op.Kind))
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 func TestKindText(t *testing.T) {
-	for _, k := range []Kind{KindCall, KindEffect, KindFault} {
+	for _, k := range []Kind{KindCall, KindEffect, KindFault, KindLease} {
 		b, err := k.MarshalText()
 		if err != nil {
 			t.Fatalf("%v: %v", k, err)
@@ -67,6 +67,24 @@ func TestOpValidate(t *testing.T) {
 		{"effect probe", func(op *Op) { op.Kind, op.Outcome, op.Probe = KindEffect, OutcomeNone, true }, "probe"},
 		{"fault with outcome", func(op *Op) { op.Kind = KindFault }, "fault op"},
 		{"bad outcome", func(op *Op) { op.Outcome = numOutcomes }, "invalid outcome"},
+		{"valid grant", func(op *Op) {
+			*op = Op{Kind: KindLease, Key: "k", Call: 1, Return: 2, Token: 3, Transition: TransitionAcquired}
+		}, ""},
+		{"valid take-over", func(op *Op) {
+			*op = Op{Kind: KindLease, Key: "k", Call: 1, Return: 2, Token: 3, PrevToken: 2, Transition: TransitionTakenOver}
+		}, ""},
+		{"lease without transition", func(op *Op) { *op = Op{Kind: KindLease, Key: "k", Call: 1, Return: 2, Token: 3} }, "unknown transition"},
+		{"lease with unknown transition", func(op *Op) {
+			*op = Op{Kind: KindLease, Key: "k", Call: 1, Return: 2, Token: 3, Transition: "stolen"}
+		}, "unknown transition"},
+		{"lease with outcome", func(op *Op) {
+			*op = Op{Kind: KindLease, Key: "k", Call: 1, Return: 2, Outcome: Executed, Transition: TransitionCompleted}
+		}, "lease op with outcome"},
+		{"prev token on a grant", func(op *Op) {
+			*op = Op{Kind: KindLease, Key: "k", Call: 1, Return: 2, Token: 3, PrevToken: 1, Transition: TransitionAcquired}
+		}, "prev_token"},
+		{"transition on a call", func(op *Op) { op.Transition = TransitionAcquired }, "lease transition"},
+		{"prev token on a call", func(op *Op) { op.PrevToken = 1 }, "prev_token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

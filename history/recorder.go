@@ -14,11 +14,15 @@ const chunkSize = 1024
 
 // chunks is an append-only list of fixed-size slices of ops.
 type chunks struct {
-	full [][]Op
-	cur  []Op
+	full  [][]Op
+	cur   []Op
+	kinds [8]int // ops per Kind (kinds above 7 are not counted)
 }
 
 func (c *chunks) add(op *Op) {
+	if int(op.Kind) < len(c.kinds) {
+		c.kinds[op.Kind]++
+	}
 	if len(c.cur) == cap(c.cur) {
 		if c.cur != nil {
 			c.full = append(c.full, c.cur)
@@ -112,6 +116,28 @@ func (r *Recorder) Len() int {
 	defer r.mu.Unlock()
 	for _, b := range r.buffers {
 		n += b.ops.len()
+	}
+	return n
+}
+
+// LenKind returns the number of ops of kind k recorded so far, with the
+// same concurrency rules as Len. Progress counters use it to count calls
+// and effects apart from lease ops.
+func (r *Recorder) LenKind(k Kind) int {
+	if int(k) >= len(chunks{}.kinds) {
+		return 0
+	}
+	n := 0
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		n += s.ops.kinds[k]
+		s.mu.Unlock()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.buffers {
+		n += b.ops.kinds[k]
 	}
 	return n
 }

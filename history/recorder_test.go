@@ -20,6 +20,9 @@ func TestRecorderConcurrent(t *testing.T) {
 			}
 			for i := range perClient {
 				op := Op{Kind: KindCall, Client: c, Request: int64(i), Call: int64(i*clients + c), Return: int64(i*clients + c + 1), Outcome: Error}
+				if i%3 == 0 {
+					op.Kind, op.Outcome, op.Transition = KindLease, OutcomeNone, TransitionHeartbeat
+				}
 				if b != nil {
 					b.Record(op)
 				} else {
@@ -31,6 +34,13 @@ func TestRecorderConcurrent(t *testing.T) {
 	wg.Wait()
 	if n := r.Len(); n != clients*perClient {
 		t.Fatalf("Len = %d, want %d", n, clients*perClient)
+	}
+	leases := clients * ((perClient + 2) / 3)
+	if c, l, f := r.LenKind(KindCall), r.LenKind(KindLease), r.LenKind(KindFault); c != clients*perClient-leases || l != leases || f != 0 {
+		t.Fatalf("LenKind: %d calls, %d leases, %d faults; want %d, %d, 0", c, l, f, clients*perClient-leases, leases)
+	}
+	if n := r.LenKind(Kind(200)); n != 0 {
+		t.Fatalf("LenKind of an invalid kind = %d", n)
 	}
 	h := r.History(Header{Seed: 5})
 	if h.Header.Format != Format || h.Header.Version != FormatVersion || h.Header.Clock != ClockName || h.Header.Seed != 5 {

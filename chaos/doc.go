@@ -29,4 +29,21 @@
 // Every injection is reported as a Window (start, end, label) for the
 // history's fault operations. Stop disarms the schedule before the
 // end-of-run liveness probe.
+//
+// # Cancellation
+//
+// A pause ignores the lease (a stopped process does not notice that it lost
+// it) but not the context of the call it stalls: when that context ends (the
+// run was cancelled, e.g. by Ctrl-C), the pause ends at once, its window is
+// recorded with "(cut short: run ended)" in its label, and the execution is
+// abandoned like a crash with ErrPauseCut. No pause, however long, holds up a
+// cancelled run.
+//
+// # Limits
+//
+// New rejects, with an error wrapping ErrLimit, a Count above MaxCount
+// (10,000) or above MaxCountPerSecond (1,000) per second of the fault's
+// window (one arming is always allowed): the arming offsets are drawn up
+// front, so an unbounded count would cost memory and time before the run
+// starts.
 package chaos

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -30,6 +31,25 @@ type Config struct {
 	// real time.
 	Clock idem.Clock
 }
+
+// Limits on a schedule, checked by New. A Count fault draws its arming
+// offsets up front, so its count is bounded both absolutely and by the
+// length of its window.
+const (
+	// MaxCount is the largest Count of one fault.
+	MaxCount = 10_000
+	// MaxCountPerSecond is the largest Count of one fault per second of
+	// its window (at least one arming is always allowed).
+	MaxCountPerSecond = 1_000
+)
+
+// ErrLimit wraps every error of New about a schedule beyond the limits
+// above.
+var ErrLimit = errors.New("chaos: fault schedule beyond limits")
+
+// ErrPauseCut is returned by the hook when the caller's context ended
+// during a pause: the execution is abandoned like a crash (its lease stays).
+var ErrPauseCut = errors.New("chaos: pause cut short by the end of the run")
 
 // Window is one injected fault as the history records it: a crash is an
 // instant (Start == End), a pause spans its stall.
@@ -100,6 +120,9 @@ func New(cfg Config) (*Injector, error) {
 			}
 			a.end = cfg.RunFor
 		}
+		if err := checkCount(f.Count, a.end-f.Start); err != nil {
+			return nil, fmt.Errorf("fault %d: %w", i+1, err)
+		}
 		if f.Count > 0 {
 			a.at = make([]time.Duration, f.Count)
 			span := int64(a.end - f.Start)
@@ -151,7 +174,21 @@ func (in *Injector) hook(ctx context.Context, p idem.Point, l idem.Lease) error 
 		if f.point != p || elapsed < f.Start || elapsed >= f.end || !in.fire(i, f, elapsed, &l) {
 			continue
 		}
-		return in.inject(f, p, &l)
+		return in.inject(ctx, f, p, &l)
+	}
+	return nil
+}
+
+// checkCount enforces MaxCount and MaxCountPerSecond for a window of
+// length span.
+func checkCount(count int, span time.Duration) error {
+	if count > MaxCount {
+		return fmt.Errorf("%w: count %d is above the limit of %d", ErrLimit, count, MaxCount)
+	}
+	perSpan := max(1, int(math.Ceil(span.Seconds()*MaxCountPerSecond)))
+	if count > perSpan {
+		return fmt.Errorf("%w: count %d in a window of %s is above the limit of %d per second (%d here)",
+			ErrLimit, count, span, MaxCountPerSecond, perSpan)
 	}
 	return nil
 }
@@ -179,16 +216,28 @@ func (in *Injector) fire(i int, f *armedFault, elapsed time.Duration, l *idem.Le
 	return x < f.thres
 }
 
-// inject performs fault f on the execution of l.
-func (in *Injector) inject(f *armedFault, p idem.Point, l *idem.Lease) error {
+// inject performs fault f on the execution of l. A pause ignores the
+// lease (it models a stopped process, whose heartbeat does not run) but not
+// ctx, the caller's context: when the run ends, the pause ends at once and
+// the execution is abandoned like a crash, so no pause can hold up a
+// cancelled run.
+func (in *Injector) inject(ctx context.Context, f *armedFault, p idem.Point, l *idem.Lease) error {
 	w := Window{Label: f.label(p), Point: p, Key: l.Key, Token: l.Token, Start: in.now()}
 	if f.Kind == Crash {
 		w.End = w.Start
 		in.record(w)
 		return ErrCrash
 	}
-	// A pause models a stopped process: it ignores the context.
-	time.Sleep(f.Duration)
+	t := time.NewTimer(f.Duration)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		w.End = in.now()
+		w.Label += " (cut short: run ended)"
+		in.record(w)
+		return fmt.Errorf("%w: %w", ErrPauseCut, context.Cause(ctx))
+	}
 	w.End = in.now()
 	if f.ThenFail {
 		in.failNext.Store(l.Token, struct{}{})

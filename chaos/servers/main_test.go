@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,12 +135,7 @@ func assertGone(t *testing.T, pid, port int, serverDir, dir string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	l, err := net.Listen("tcp", loopback(port))
-	if err != nil {
-		t.Errorf("port %d still in use: %v", port, err)
-	} else {
-		l.Close()
-	}
+	assertPortFree(t, port)
 	if dir != "" {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("dir %s still exists (stat: %v)", dir, err)
@@ -159,4 +155,33 @@ func readyLine(line string) (pid, port int, dir string, err error) {
 		return 0, 0, "", err
 	}
 	return pid, port, f[3], nil
+}
+
+// assertPortFree fails t if something still listens on port of 127.0.0.1
+// after a few seconds. The port counts as free when it can be bound or when a
+// connection to it is refused: the servers' ports come from the ephemeral
+// range, so a client socket of a test running in parallel may hold the number
+// for a moment without anyone listening on it.
+func assertPortFree(t *testing.T, port int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l, err := net.Listen("tcp", loopback(port))
+		if err == nil {
+			l.Close()
+			return
+		}
+		c, derr := net.DialTimeout("tcp", loopback(port), time.Second)
+		if derr != nil && errors.Is(derr, syscall.ECONNREFUSED) {
+			return
+		}
+		if c != nil {
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("port %d still in use: %v (a dial got %v)", port, err, derr)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -66,7 +66,7 @@ const redisStartTimeout = 30 * time.Second
 // methods are safe for concurrent use.
 type Redis struct {
 	bin     string
-	args    func(port int) []string
+	args    func(port int) ([]string, error)
 	dir     string
 	tempDir bool
 	logPath string
@@ -90,6 +90,19 @@ type Redis struct {
 // start-up. If ctx has no deadline, it gives up after 30 seconds. On error
 // nothing is left running and a temporary directory is removed.
 func StartRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
+	return startRedis(ctx, opts, redisRole{})
+}
+
+// redisRole turns a plain server into a replica, Sentinel or Cluster node:
+// conf, when set, writes a configuration file into the server's directory
+// and returns its path, which becomes the first argument (Sentinel needs
+// one it can rewrite); args are appended to the package's own.
+type redisRole struct {
+	conf func(dir string, port int) (string, error)
+	args []string
+}
+
+func startRedis(ctx context.Context, opts RedisOptions, role redisRole) (*Redis, error) {
 	if opts.Persistence != None && opts.Persistence != AOFAlways {
 		return nil, fmt.Errorf("servers: unknown redis persistence %d", opts.Persistence)
 	}
@@ -126,13 +139,22 @@ func StartRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
 	if opts.Persistence == AOFAlways {
 		appendonly = "yes"
 	}
-	r.args = func(port int) []string {
-		return []string{
+	r.args = func(port int) ([]string, error) {
+		var args []string
+		if role.conf != nil {
+			conf, err := role.conf(r.dir, port)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, conf)
+		}
+		args = append(args,
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", appendonly, "--appendfsync", "always",
 			"--dir", r.dir, "--maxmemory-policy", "noeviction", "--daemonize", "no",
 			"--logfile", "",
-		}
+		)
+		return append(args, role.args...), nil
 	}
 	ctx, cancel := withStartTimeout(ctx, redisStartTimeout)
 	defer cancel()
@@ -164,7 +186,11 @@ func StartRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
 // spawn starts the server on port and waits until it answers; on error the
 // process is gone.
 func (r *Redis) spawn(ctx context.Context, port int) (*proc, error) {
-	p, err := startProc(r.bin, r.args(port), r.dir, r.logPath, nil)
+	args, err := r.args(port)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startProc(r.bin, args, r.dir, r.logPath, nil)
 	if err != nil {
 		return nil, err
 	}

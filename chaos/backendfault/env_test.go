@@ -1,0 +1,70 @@
+package backendfault_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/chaos/backendfault"
+	"github.com/idembench/idembench/chaos/netfault"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/internal/testenv"
+)
+
+func TestOpenRejectsBadPlans(t *testing.T) {
+	cases := []struct {
+		name string
+		plan backendfault.Plan
+		url  string
+	}{
+		{"restarts without a server", backendfault.Plan{Restarts: []time.Duration{time.Second}}, "redis://127.0.0.1:6379/0"},
+		{"network fault without a host", backendfault.Plan{Net: []netfault.Timed{{Fault: netfault.Fault{Kind: netfault.KindReset}, For: time.Second}}}, "memory"},
+		{"network fault on an unknown scheme", backendfault.Plan{Net: []netfault.Timed{{Fault: netfault.Fault{Kind: netfault.KindReset}, For: time.Second}}}, "mongo://db"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, _, err := backendfault.Open(context.Background(), &c.plan, c.url, 1); !errors.Is(err, backendfault.ErrPlan) {
+				t.Fatalf("err %v, want ErrPlan", err)
+			}
+		})
+	}
+	if _, _, stop, err := backendfault.StartServer(context.Background(), "memory", false); !errors.Is(err, backendfault.ErrPlan) || stop == nil {
+		t.Fatalf("private server for memory: %v, want ErrPlan and a stop function", err)
+	}
+	env, url, err := backendfault.Open(context.Background(), nil, "redis://x:1", 1)
+	if err != nil || url != "redis://x:1" || env == nil {
+		t.Fatalf("nil plan: %v %q %v", env, url, err)
+	}
+}
+
+// TestNetworkWindowsRecorded: a network fault plan puts a proxy in front of
+// a real Redis, switches the fault on and off on the schedule and records
+// its window.
+func TestNetworkWindowsRecorded(t *testing.T) {
+	redisURL := testenv.RedisURL(t)
+	plan := &backendfault.Plan{Net: []netfault.Timed{{Fault: netfault.Fault{Kind: netfault.KindPartition}, At: 20 * time.Millisecond, For: 50 * time.Millisecond}}}
+	env, url, err := backendfault.Open(context.Background(), plan, redisURL, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if url == redisURL || !strings.HasPrefix(url, "redis://127.0.0.1:") {
+		t.Fatalf("store URL %q does not point at the proxy", url)
+	}
+	t0 := history.Now()
+	env.Start()
+	time.Sleep(150 * time.Millisecond)
+	env.Stop()
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ws := env.Windows()
+	if len(ws) != 1 || ws[0].Label != "net partition" || ws[0].Call < t0 || ws[0].Return <= ws[0].Call {
+		t.Fatalf("windows %+v", ws)
+	}
+	if ws[0].Kind != history.KindFault || ws[0].Worker != -1 {
+		t.Fatalf("window is not a fault op: %+v", ws[0])
+	}
+}

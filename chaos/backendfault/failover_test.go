@@ -1,0 +1,163 @@
+package backendfault_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/chaos/backendfault"
+	"github.com/idembench/idembench/chaos/netfault"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/internal/testenv"
+)
+
+// TestFailoverFiresOnceAfterComplete: a failover plan moves the store to
+// the topology's URL (the Sentinels', or a Cluster's), fires only at
+// PointAfterComplete while running, once, and records the window on the
+// lease's key.
+func TestFailoverFiresOnceAfterComplete(t *testing.T) {
+	testenv.RedisURL(t) // the servers' binaries are required where the servers are
+	for _, tc := range []struct {
+		kind    backendfault.FailoverKind
+		urlPart string
+	}{
+		{backendfault.RedisSentinel, "master_name="},
+		{backendfault.RedisCluster, backendfault.ClusterParam + "=true"},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) { failoverFiresOnce(t, tc.kind, tc.urlPart) })
+	}
+}
+
+func failoverFiresOnce(t *testing.T, kind backendfault.FailoverKind, urlPart string) {
+	ctx := context.Background()
+	fo, stop, err := backendfault.StartFailover(ctx, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	plan := &backendfault.Plan{Failover: fo}
+	env, url, err := backendfault.Open(ctx, plan, "redis://127.0.0.1:6379/0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if url != fo.URL || !strings.Contains(url, urlPart) {
+		t.Fatalf("store URL %q, want the failover URL %q", url, fo.URL)
+	}
+	hook := env.(backendfault.Hooker).Hook()
+	lease := idem.Lease{Key: "k1"}
+	if err := hook(ctx, idem.PointAfterComplete, lease); err != nil || len(env.Windows()) != 0 {
+		t.Fatalf("fired before Start: %v %v", err, env.Windows())
+	}
+	t0 := history.Now()
+	env.Start()
+	for _, p := range []idem.Point{idem.PointAfterAcquire, idem.PointAfterFn, idem.PointAfterComplete, idem.PointAfterComplete} {
+		if err := hook(ctx, p, lease); err != nil {
+			t.Fatalf("hook at %s: %v", p, err)
+		}
+	}
+	env.Stop()
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ws := env.Windows()
+	if len(ws) != 1 || ws[0].Kind != history.KindFault || ws[0].Key != "k1" || ws[0].Call < t0 || ws[0].Return <= ws[0].Call ||
+		!strings.Contains(ws[0].Label, "promoted") {
+		t.Fatalf("windows %+v, want one promotion on k1", ws)
+	}
+}
+
+func TestFailoverPlanErrors(t *testing.T) {
+	if _, err := backendfault.ParseFailoverKind("redis-raft"); !errors.Is(err, backendfault.ErrPlan) {
+		t.Fatalf("unknown kind: %v", err)
+	}
+	for _, k := range backendfault.FailoverKinds {
+		got, err := backendfault.ParseFailoverKind(string(k))
+		if err != nil || got != k {
+			t.Fatalf("%s: %v %v", k, got, err)
+		}
+	}
+	plan := &backendfault.Plan{Failover: &backendfault.Failover{URL: "redis://x:1"}, Restarts: []time.Duration{time.Second}, Server: fakeServer{}}
+	if _, _, err := backendfault.Open(context.Background(), plan, "redis://y:1", 1); !errors.Is(err, backendfault.ErrPlan) {
+		t.Fatalf("failover with restarts: %v, want ErrPlan", err)
+	}
+}
+
+type fakeServer struct{}
+
+func (fakeServer) URL() string                   { return "redis://z:1" }
+func (fakeServer) Restart(context.Context) error { return nil }
+
+// TestAimFiresOnceAfterFn: an aimed network fault is switched on at the
+// first PointAfterFn while running, only once, and off after its length,
+// with its window recorded.
+func TestAimFiresOnceAfterFn(t *testing.T) {
+	redisURL := testenv.RedisURL(t)
+	plan := &backendfault.Plan{
+		Net: []netfault.Timed{{Fault: netfault.Fault{Kind: netfault.KindLatency, Latency: time.Millisecond}, At: time.Hour, For: time.Second}},
+		Aim: &backendfault.Aim{Fault: netfault.Fault{Kind: netfault.KindPartition}, For: 50 * time.Millisecond},
+	}
+	env, _, err := backendfault.Open(context.Background(), plan, redisURL, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	hook := env.(backendfault.Hooker).Hook()
+	env.Start()
+	for _, p := range []idem.Point{idem.PointAfterComplete, idem.PointAfterFn, idem.PointAfterFn} {
+		if err := hook(context.Background(), p, idem.Lease{Key: "k"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	env.Stop()
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ws := env.Windows()
+	if len(ws) != 1 || ws[0].Label != "net partition" || ws[0].Return-ws[0].Call < int64(50*time.Millisecond) {
+		t.Fatalf("windows %+v, want one partition of at least 50ms", ws)
+	}
+	bad := &backendfault.Plan{Aim: plan.Aim}
+	if _, _, err := backendfault.Open(context.Background(), bad, redisURL, 1); !errors.Is(err, backendfault.ErrPlan) {
+		t.Fatalf("aim without network faults: %v, want ErrPlan", err)
+	}
+}
+
+// TestAimedRestart: an aimed restart kills the private server at the first
+// PointAfterFn while running, starts it again, and records the window on
+// the lease's key.
+func TestAimedRestart(t *testing.T) {
+	testenv.RedisURL(t)
+	ctx := context.Background()
+	srv, label, stop, err := backendfault.StartServer(ctx, "redis", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	plan := &backendfault.Plan{Server: srv, RestartLabel: label, AimRestart: 50 * time.Millisecond}
+	env, url, err := backendfault.Open(ctx, plan, "redis://127.0.0.1:6379/0", 1)
+	if err != nil || url != srv.URL() {
+		t.Fatalf("open: %v, url %q", err, url)
+	}
+	defer env.Close()
+	hook := env.(backendfault.Hooker).Hook()
+	env.Start()
+	for range 2 {
+		if err := hook(ctx, idem.PointAfterFn, idem.Lease{Key: "k", Token: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	env.Stop()
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ws := env.Windows()
+	if len(ws) != 1 || !strings.Contains(ws[0].Label, "aimed") || ws[0].Key != "k" || ws[0].Return-ws[0].Call < int64(50*time.Millisecond) {
+		t.Fatalf("windows %+v, want one aimed restart of at least 50ms on k", ws)
+	}
+}

@@ -1,0 +1,98 @@
+// Package backendfault injects faults on a run's backend rather than in the
+// engine: crash restarts of a private server (chaos/servers) and network
+// faults on a proxy between the engine and the server (chaos/netfault), on
+// the traffic's clock, recording every window for the history.
+//
+// A Plan says what to inject; Open turns it into an Env for one run, which
+// the harness starts and stops with the traffic. Env is an interface so that
+// other backend faults (a failover to a replica, ...) plug into the harness
+// the same way.
+package backendfault
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/idembench/idembench/chaos/netfault"
+	"github.com/idembench/idembench/history"
+)
+
+// ErrPlan reports a plan that cannot be injected on the given backend.
+var ErrPlan = errors.New("backendfault: invalid plan")
+
+// Server is a private backend server a plan may crash and restart
+// (*servers.Redis and *servers.Postgres implement it).
+type Server interface {
+	// URL is where the server answers.
+	URL() string
+	// Restart crashes the server and starts it again on the same port and
+	// data, returning once it answers.
+	Restart(ctx context.Context) error
+}
+
+// Plan is the backend faults of one run. The zero value injects nothing.
+// Offsets count from the start of traffic.
+type Plan struct {
+	// Server, when set, is the private server the run uses instead of its
+	// URL, and the one Restarts crash. The caller owns it.
+	Server Server
+	// RestartLabel describes a restart in the history ("restart redis
+	// (SIGKILL)"); empty means "restart backend".
+	RestartLabel string
+	// Restarts are the offsets at which Server is crashed and restarted.
+	Restarts []time.Duration
+	// Net are network fault windows; a proxy goes in front of the server
+	// when there is any.
+	Net []netfault.Timed
+	// Failover, when set, runs the store on a replicated topology (in
+	// place of the private single server) and fails its primary over once,
+	// aimed right after a completion; it goes with no other backend fault.
+	// The caller owns it.
+	Failover *Failover
+	// AimRestart, when positive, adds one aimed crash of Server: killed
+	// from the engine hook right after one execution's effect and started
+	// again this much later.
+	AimRestart time.Duration
+	// Aim, when set, is one more network fault, aimed at the completion
+	// of one execution; it needs Net (the proxy).
+	Aim *Aim
+	// ClientTimeout, when positive, replaces the scenario's client timeout,
+	// so that a call whose reply is lost ends as unknown and is retried.
+	ClientTimeout time.Duration
+	// ReplayArgs are the command-line flags that repeat these faults, for
+	// the replay command.
+	ReplayArgs []string
+}
+
+// Active reports whether p injects anything or moves the store to a
+// private server. A nil plan is not active.
+func (p *Plan) Active() bool {
+	return p != nil && (p.Server != nil || len(p.Restarts) > 0 || len(p.Net) > 0 || p.Failover != nil || p.Aim != nil || p.AimRestart > 0)
+}
+
+// Env is the backend side of one run's faults. The harness calls Start
+// when traffic starts and Stop once it has drained (a fault still on is
+// healed), then reads Windows and Err, and Closes it after the run.
+type Env interface {
+	// Start runs the schedule on its own goroutine.
+	Start()
+	// Stop ends the schedule and waits for it.
+	Stop()
+	// Windows returns the fault windows recorded so far.
+	Windows() []history.Op
+	// Err reports what went wrong injecting the faults: a run whose
+	// faults were not injected proves nothing.
+	Err() error
+	// Close releases the proxy.
+	Close() error
+}
+
+// None is the Env of a run without backend faults: it does nothing.
+type None struct{}
+
+func (None) Start()                {}
+func (None) Stop()                 {}
+func (None) Windows() []history.Op { return nil }
+func (None) Err() error            { return nil }
+func (None) Close() error          { return nil }

@@ -1,0 +1,130 @@
+//go:build linux
+
+package servers
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/backends/redisstore"
+	"github.com/idembench/idembench/history"
+)
+
+// clusterCase is one Cluster configuration. Without a lag proxy an async
+// outcome is a race on loopback and only measured.
+type clusterCase struct {
+	name     string
+	wait     int
+	lag      time.Duration
+	mustKeep bool // the CI test asserts the completion survives
+	mustLose bool // ... or that it is lost
+}
+
+var clusterCases = []clusterCase{
+	{name: "async"},
+	{name: "async, 200ms lag", lag: 200 * time.Millisecond, mustLose: true},
+	{name: "WAIT 1", wait: 1, mustKeep: true},
+}
+
+// clusterTrial runs one trial of c on a fresh Cluster, which it stops and
+// checks for leftovers.
+func clusterTrial(t *testing.T, c clusterCase, key string) outcome {
+	t.Helper()
+	ctx := testContext(t)
+	topo, err := StartRedisCluster(ctx, RedisClusterOptions{ReplicationLag: c.lag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Stop()
+	client := topo.NewClient()
+	defer client.Close()
+	store, err := redisstore.New(client, redisstore.Options{WaitReplicas: c.wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slot, err := client.ClusterKeySlot(ctx, "idem:{"+key+"}").Result(); err != nil || int(slot) != keySlot(key) {
+		t.Fatalf("CLUSTER KEYSLOT = %d, %v; keySlot(%q) = %d", slot, err, key, keySlot(key))
+	}
+	o := runTrial(ctx, store, topo, key)
+	if w := o.window; w.Kind != history.KindFault || w.Return == history.NoReturn || w.Call >= w.Return || w.Key != key {
+		t.Errorf("fault window %+v", w)
+	}
+	if _, err := topo.Failover(ctx, key); err != ErrNoReplica {
+		t.Errorf("second Failover of the same slot = %v, want ErrNoReplica", err)
+	}
+	_ = client.Close()
+	if err := topo.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range topo.Nodes() {
+		assertGone(t, r.PID(), r.Port(), r.Dir(), r.Dir())
+	}
+	for _, p := range topo.proxies {
+		if ln, err := net.Listen("tcp", p.ln.Addr().String()); err != nil {
+			t.Errorf("lag proxy address %s still taken: %v", p.ln.Addr(), err)
+		} else {
+			ln.Close()
+		}
+	}
+	if c.lag > 0 && len(topo.proxies) != len(topo.Nodes()) { // a pair per primary, one replica each
+		t.Errorf("%d lag proxies for %d nodes, want a pair per primary", len(topo.proxies), len(topo.Nodes()))
+	}
+	return o
+}
+
+func TestClusterFailover(t *testing.T) {
+	t.Parallel()
+	needRedis(t)
+	for i, c := range clusterCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			o := clusterTrial(t, c, fmt.Sprintf("k%d", i))
+			t.Logf("Do %v (err %v), failover %v, record on the promoted replica: %s; retry ran again %v (same token %v, err %v)", o.doTook, o.doErr, o.failover, o.status, o.reran, o.sameTok, o.retryErr)
+			if o.reran != o.lost {
+				t.Errorf("retry ran the function again = %v, but completion lost = %v", o.reran, o.lost)
+			}
+			if o.doErr != nil {
+				t.Fatalf("Do: %v", o.doErr)
+			}
+			if c.mustKeep && o.lost {
+				t.Errorf("completion lost (record %s) although WAIT 1 acknowledged it", o.status)
+			}
+			if c.mustLose && !o.lost {
+				t.Errorf("completion kept (record %s) although the replica lags by %v", o.status, c.lag)
+			}
+		})
+	}
+}
+
+func TestFailoverTrialsCluster(t *testing.T) {
+	needRedis(t)
+	n := trials(t)
+	for _, c := range clusterCases {
+		t.Run(c.name, func(t *testing.T) {
+			var outs []outcome
+			for i := range n {
+				outs = append(outs, clusterTrial(t, c, fmt.Sprintf("k%d", i)))
+			}
+			report(t, "redis cluster, "+c.name, outs)
+		})
+	}
+}
+
+func TestKeySlot(t *testing.T) {
+	tests := []struct {
+		key  string
+		want int
+	}{
+		{"foo", 12182},       // the examples of the Redis Cluster specification
+		{"123456789", 12739}, // CRC16/XMODEM check value 0x31C3
+		{"{foo}.bar", 12182}, // a hash tag: the slot of "foo"
+		{"x{foo}{bar}", 12182},
+	}
+	for _, tc := range tests {
+		if got := keySlot(tc.key); got != tc.want {
+			t.Errorf("keySlot(%q) = %d, want %d", tc.key, got, tc.want)
+		}
+	}
+}

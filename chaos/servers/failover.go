@@ -1,0 +1,75 @@
+//go:build unix
+
+package servers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/idembench/idembench/history"
+)
+
+// ErrNoReplica is returned by Failover when the topology has no live replica
+// left to promote (every one was promoted by an earlier Failover).
+var ErrNoReplica = errors.New("servers: no replica left to promote")
+
+// Topology is a replicated set of servers whose primary can be failed over:
+// RedisSentinel, RedisCluster and PostgresReplicated.
+type Topology interface {
+	// Failover kills the primary with SIGKILL (for a Cluster, the primary
+	// owning key's slot; key may be empty elsewhere), waits until a replica
+	// was promoted and accepts writes, and returns the fault window: a
+	// history.Op of Kind KindFault from just before the kill to the
+	// promotion, on history.Now's timeline, Key set to key. Call it right
+	// after the primary acknowledged a write to aim at the window where
+	// the write may exist on the primary only. On error after the kill the
+	// window's Return is history.NoReturn.
+	Failover(ctx context.Context, key string) (history.Op, error)
+	// Stop stops every process of the topology and removes its
+	// directories; it is idempotent.
+	Stop() error
+}
+
+// faultWindow is the history record of one failover.
+func faultWindow(start int64, key, label string, err error) history.Op {
+	op := history.Op{Kind: history.KindFault, Client: -1, Worker: -1, Key: key, Call: start, Return: history.Now(), Label: label}
+	if err != nil {
+		op.Return = history.NoReturn
+		op.Err = err.Error()
+	}
+	return op
+}
+
+// failoverTimeout bounds a Failover whose context has no deadline.
+const failoverTimeout = 60 * time.Second
+
+// poll calls f every interval until it returns true or an error, or ctx
+// ends.
+func poll(ctx context.Context, interval time.Duration, f func(ctx context.Context) (bool, error)) error {
+	for {
+		done, err := f(ctx)
+		if err != nil || done {
+			return err
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// stopAll stops every server concurrently and returns the errors joined.
+func stopAll[S interface{ Stop() error }](ss []S) error {
+	errs := make([]error, len(ss))
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Go(func() { errs[i] = s.Stop() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,49 @@
+//go:build unix
+
+package servers
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// Kill crashes the server with SIGKILL, as a power cut or an OOM kill
+// would, and waits until it has exited; it does not start it again. The
+// port, directory and data stay: Restart starts the server again, Stop
+// removes the directory. Kill of a server that is down or stopped does
+// nothing.
+func (r *Redis) Kill() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return nil
+	}
+	return r.p.Load().kill()
+}
+
+// Kill crashes the cluster as a host failure would: SIGKILL to the
+// postmaster's process group and at once to every process working in its
+// data directory (the backends and the WAL sender, which otherwise run on
+// until they notice their postmaster died), then waits until all of them
+// have exited. The server is not started again: Restart does that (crash
+// recovery), Stop removes the directory. Kill of a server that is down or
+// stopped does nothing.
+func (pg *Postgres) Kill() error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.stopped {
+		return nil
+	}
+	p := pg.p.Load()
+	if p.exited() {
+		return nil
+	}
+	p.signalGroup(syscall.SIGKILL)
+	for _, pid := range leftovers(p.pid(), pg.dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if !p.waitExit(exitTimeout) {
+		return fmt.Errorf("servers: postgres %d did not exit after SIGKILL", p.pid())
+	}
+	return p.waitGone(exitTimeout)
+}

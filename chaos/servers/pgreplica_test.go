@@ -1,0 +1,128 @@
+//go:build linux
+
+package servers
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idembench/idembench/backends/pgstore"
+	"github.com/idembench/idembench/history"
+)
+
+// pgCase is one replicated PostgreSQL configuration and its expected outcome
+// under an aimed failover.
+type pgCase struct {
+	name     string
+	opts     PostgresReplicatedOptions
+	wantLost bool
+	ci       bool // run by TestPostgresFailover (the rest only as trials)
+}
+
+var pgCases = []pgCase{
+	{"async, direct link", PostgresReplicatedOptions{}, false, false},
+	{"async, 200ms lag", PostgresReplicatedOptions{ReplicationLag: 200 * time.Millisecond}, true, true},
+	{"synchronous_commit on, 200ms lag", PostgresReplicatedOptions{SynchronousCommit: "on", ReplicationLag: 200 * time.Millisecond}, false, true},
+	{"synchronous_commit remote_apply, 200ms lag", PostgresReplicatedOptions{SynchronousCommit: "remote_apply", ReplicationLag: 200 * time.Millisecond}, false, false},
+}
+
+// pgTrial runs one trial of c on a fresh topology, which it stops and
+// checks for leftovers. check, when set, sees the store before the trial.
+func pgTrial(t *testing.T, c pgCase, key string, check func(*pgstore.Store)) outcome {
+	t.Helper()
+	ctx := testContext(t)
+	topo, err := StartPostgresReplicated(ctx, c.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Stop()
+	pool, err := pgxpool.New(ctx, topo.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	store, err := pgstore.New(pool, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if check != nil {
+		check(store)
+	}
+	o := runTrial(ctx, store, topo, key)
+	if w := o.window; w.Kind != history.KindFault || w.Return == history.NoReturn || w.Call >= w.Return || w.Key != key {
+		t.Errorf("fault window %+v", w)
+	}
+	if _, err := topo.Failover(ctx, key); err != ErrNoReplica {
+		t.Errorf("second Failover = %v, want ErrNoReplica", err)
+	}
+	pool.Close()
+	primary, standby, dir := topo.Primary(), topo.Standby(), topo.Dir()
+	if err := topo.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pg := range []*Postgres{primary, standby} {
+		assertGone(t, pg.PID(), pg.Port(), pg.Dir(), "")
+	}
+	assertGone(t, standby.PID(), standby.Port(), dir, dir)
+	if topo.proxy != nil {
+		assertPortFree(t, topo.proxy.port())
+	}
+	return o
+}
+
+func TestPostgresFailover(t *testing.T) {
+	t.Parallel()
+	needPostgres(t)
+	for i, c := range pgCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if !c.ci {
+				t.Skip("measured by TestFailoverTrialsPostgres")
+			}
+			o := pgTrial(t, c, fmt.Sprintf("k%d", i), func(s *pgstore.Store) {
+				r, err := s.CheckReplication(t.Context())
+				t.Logf("CheckReplication: %+v, %v", r, err)
+				if want := c.opts.SynchronousCommit != ""; r.Synchronous() != want || (err == nil) != want {
+					t.Errorf("CheckReplication = %+v, %v; want synchronous %v", r, err, want)
+				}
+				if c.opts.SynchronousCommit == "" && !errors.Is(err, pgstore.ErrAsyncReplication) {
+					t.Errorf("CheckReplication on an async standby = %v, want ErrAsyncReplication", err)
+				}
+			})
+			t.Logf("Do %v (err %v), failover %v, record on the promoted standby: %s; retry ran again %v (same token %v, err %v)", o.doTook, o.doErr, o.failover, o.status, o.reran, o.sameTok, o.retryErr)
+			if o.reran != o.lost {
+				t.Errorf("retry ran the function again = %v, but completion lost = %v", o.reran, o.lost)
+			}
+			if o.doErr != nil {
+				t.Fatalf("Do: %v", o.doErr)
+			}
+			if o.lost != c.wantLost {
+				t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
+			}
+		})
+	}
+}
+
+func TestFailoverTrialsPostgres(t *testing.T) {
+	needPostgres(t)
+	n := trials(t)
+	for _, c := range pgCases {
+		t.Run(c.name, func(t *testing.T) {
+			var outs []outcome
+			for i := range n {
+				outs = append(outs, pgTrial(t, c, fmt.Sprintf("k%d", i), nil))
+			}
+			report(t, "postgres, "+c.name, outs)
+		})
+	}
+}

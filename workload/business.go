@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -22,6 +23,25 @@ var (
 	// the effect because a newer lease already applied one.
 	ErrStale = errors.New("workload: effect rejected by fencing (stale token)")
 )
+
+// errRunEnded is the business function's error when the run's context
+// ended while it worked: it gives up before its effect.
+var errRunEnded = fmt.Errorf("workload: run ended during the business function's work: %w", context.Canceled)
+
+// work stands for the business function's work: it waits d, or less when
+// the run's context ends first (it reports false then). The execution's
+// own context is not watched: a function does not notice that its lease
+// was lost, which is what fencing must catch.
+func (d *driver) work(dur time.Duration) bool {
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-d.runDone:
+		return false
+	}
+}
 
 // retryableError marks a business error the engine should release on.
 type retryableError struct{ err error }
@@ -123,8 +143,8 @@ func (d *driver) business(x *execution) idem.Func {
 				return idem.Response{}, &retryableError{err}
 			}
 		}
-		if x.latency > 0 {
-			time.Sleep(x.latency)
+		if x.latency > 0 && !d.work(x.latency) {
+			return idem.Response{}, &retryableError{errRunEnded}
 		}
 		switch x.fail {
 		case failRetryable:

@@ -128,7 +128,7 @@ func (c *client) call(ctx context.Context, dl delivery, fp idem.Fingerprint, fpI
 	var err error
 	op.Call = d.now()
 	if t := d.cfg.Retry.Timeout; t <= 0 {
-		res, err = d.do(ctx, dl.key, fp, fn)
+		res, err = d.do(ctx, x, fp, fn)
 	} else {
 		// The call runs on its own goroutine so that the client can give
 		// up on it, as a real client closes its connection; the call goes
@@ -137,7 +137,7 @@ func (c *client) call(ctx context.Context, dl delivery, fp idem.Fingerprint, fpI
 		var cres idem.Result
 		var cerr error
 		d.inflight.Go(func() {
-			cres, cerr = d.do(ctx, dl.key, fp, fn)
+			cres, cerr = d.do(ctx, x, fp, fn)
 			close(done)
 		})
 		tm := time.NewTimer(t)

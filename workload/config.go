@@ -46,6 +46,9 @@ type Config struct {
 	Retry    Retry
 	Business Business
 	Engine   Engine
+	// Completer runs background completers during the run; the zero
+	// value runs none.
+	Completer Completer
 
 	// Store is the backend under test. Required.
 	Store idem.Store
@@ -71,6 +74,14 @@ type Config struct {
 	// one run give each a different base and the same Seed and Prefix, so
 	// they deliver the same keys, concurrently, from different processes.
 	ClientBase int
+	// Batch, when above 1, makes every client a consumer that pulls up to
+	// Batch deliveries at a time (duplicates and delayed copies included,
+	// so a key can come twice in one batch) and sends them with one
+	// Engine.DoBatch call; the deliveries without a final answer are sent
+	// again in its next batch, after the backoff. Zero or 1 means one Do
+	// call per delivery. A batch run has no client timeout (Retry.Timeout
+	// must be zero) and no transactional sink.
+	Batch int
 	// NoProbe skips the end-of-run liveness probe (not for verdicts: I6
 	// cannot be checked without it).
 	NoProbe bool
@@ -184,8 +195,10 @@ func configErr(format string, args ...any) error {
 }
 
 // Check validates the shape of cfg (everything but Store, Sink, Faults,
-// Recorder and Now) and returns it with defaults filled in. Errors wrap
-// ErrConfig and name the field.
+// Recorder and Now) against the rules of each field and the limits
+// (MaxClients and the others) and returns it with defaults filled in.
+// Errors wrap ErrConfig; an error about one field is a *FieldError naming
+// it.
 func Check(cfg Config) (Config, error) {
 	return cfg.shape()
 }
@@ -210,19 +223,18 @@ func (c Config) withDefaults() (Config, error) {
 			return c, configErr("recovery needs a sink that can look effects up; %q cannot", c.Sink.Name())
 		}
 	}
+	if _, tx := c.Sink.(TxSink); tx && c.Batch > 1 {
+		return c, fieldErr("batch", "%d needs a sink that is not transactional (%q runs its own transaction per call)", c.Batch, c.Sink.Name())
+	}
+	if err := c.Completer.checkRun(&c); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
 func (c Config) shape() (Config, error) {
-	switch {
-	case c.Duration <= 0:
-		return c, configErr("duration must be positive")
-	case c.Clients < 0:
-		return c, configErr("clients %d is negative", c.Clients)
-	case c.Rate < 0:
-		return c, configErr("rate %g is negative", c.Rate)
-	case c.ClientBase < 0:
-		return c, configErr("client base %d is negative", c.ClientBase)
+	if err := c.limits(); err != nil {
+		return c, err
 	}
 	if c.Clients == 0 {
 		c.Clients = DefaultClients
@@ -236,11 +248,11 @@ func (c Config) shape() (Config, error) {
 	if c.Engine.LeaseTTL <= 0 {
 		c.Engine.LeaseTTL = idem.DefaultLeaseTTL
 	}
-	if c.Engine.Heartbeat > 0 && c.Engine.Heartbeat >= c.Engine.LeaseTTL {
-		return c, configErr("engine: heartbeat interval %s not below the lease TTL %s", c.Engine.Heartbeat, c.Engine.LeaseTTL)
+	if c.Batch > 1 && c.Retry.Timeout > 0 {
+		return c, fieldErr("batch", "%d cannot be combined with retry.timeout %s: a consumer waits for its whole batch", c.Batch, c.Retry.Timeout)
 	}
-	if c.Engine.ConflictWait < 0 {
-		return c, configErr("engine: negative conflict wait")
+	if c.Engine.Heartbeat > 0 && c.Engine.Heartbeat >= c.Engine.LeaseTTL {
+		return c, fieldErr("engine.heartbeat", "interval %s not below the lease TTL %s", c.Engine.Heartbeat, c.Engine.LeaseTTL)
 	}
 	var err error
 	if c.Keys, err = c.Keys.withDefaults(); err != nil {
@@ -261,26 +273,19 @@ func (k Keys) withDefaults() (Keys, error) {
 		k.Dist = "unique"
 	case "zipf":
 		if k.Space <= 0 {
-			return k, configErr("keys: zipf needs a positive space")
+			return k, fieldErr("keys.space", "zipf needs a positive space")
 		}
 		if k.ZipfS == 0 {
 			k.ZipfS = DefaultZipfS
 		}
 		if k.ZipfS <= 1 {
-			return k, configErr("keys: zipf exponent %g must be > 1", k.ZipfS)
+			return k, fieldErr("keys.zipf_s", "zipf exponent %g must be > 1", k.ZipfS)
 		}
 	default:
-		return k, configErr("keys: unknown distribution %q (want unique or zipf)", k.Dist)
+		return k, fieldErr("keys.dist", "unknown distribution %q (want unique or zipf)", k.Dist)
 	}
-	switch {
-	case k.Concurrent < 0 || k.Delayed < 0:
-		return k, configErr("keys: negative number of copies")
-	case k.Delayed > 0 && k.Delay <= 0:
-		return k, configErr("keys: delayed copies need a positive delay")
-	case k.DupFraction < 0 || k.DupFraction > 1:
-		return k, configErr("keys: dup fraction %g outside [0, 1]", k.DupFraction)
-	case k.MismatchRate < 0 || k.MismatchRate > 1:
-		return k, configErr("keys: mismatch rate %g outside [0, 1]", k.MismatchRate)
+	if k.Delayed > 0 && k.Delay <= 0 {
+		return k, fieldErr("keys.delay", "delayed copies need a positive delay")
 	}
 	if k.DupFraction == 0 {
 		k.DupFraction = 1
@@ -289,20 +294,12 @@ func (k Keys) withDefaults() (Keys, error) {
 		k.Prefix = DefaultKeyPrefix
 	}
 	if err := idem.ValidateKey(k.Prefix); err != nil {
-		return k, configErr("keys: prefix: %v", err)
+		return k, fieldErr("keys.prefix", "%v", err)
 	}
 	return k, nil
 }
 
 func (r Retry) withDefaults() (Retry, error) {
-	switch {
-	case r.MaxAttempts < 0:
-		return r, configErr("retry: negative max attempts")
-	case r.Timeout < 0:
-		return r, configErr("retry: negative timeout")
-	case r.Jitter < 0 || r.Jitter > 1:
-		return r, configErr("retry: jitter %g outside [0, 1]", r.Jitter)
-	}
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = 1
 	}
@@ -316,32 +313,28 @@ func (r Retry) withDefaults() (Retry, error) {
 }
 
 func (b Business) validate() error {
-	switch {
-	case b.RetryableRate < 0 || b.PermanentRate < 0 || b.RetryableRate+b.PermanentRate > 1:
-		return configErr("business: failure rates must be >= 0 and sum to at most 1")
+	if b.RetryableRate+b.PermanentRate > 1 {
+		return fieldErr("business.permanent_rate", "failure rates must sum to at most 1 (retryable_rate %g + permanent_rate %g)", b.RetryableRate, b.PermanentRate)
 	}
 	return b.Latency.validate()
 }
 
 func (l Latency) validate() error {
-	if l.Mean < 0 || l.Min < 0 || l.Max < 0 {
-		return configErr("latency: negative duration")
-	}
 	switch l.Dist {
 	case "", "none", "fixed":
 	case "uniform":
 		if l.Max < l.Min {
-			return configErr("latency: uniform max %s below min %s", l.Max, l.Min)
+			return fieldErr("business.latency.max", "uniform max %s below min %s", l.Max, l.Min)
 		}
 	case "exponential":
 		if l.Mean < l.Min {
-			return configErr("latency: exponential mean %s below min %s", l.Mean, l.Min)
+			return fieldErr("business.latency.mean", "exponential mean %s below min %s", l.Mean, l.Min)
 		}
 		if l.Max > 0 && l.Max < l.Min {
-			return configErr("latency: exponential max %s below min %s", l.Max, l.Min)
+			return fieldErr("business.latency.max", "exponential max %s below min %s", l.Max, l.Min)
 		}
 	default:
-		return configErr("latency: unknown distribution %q (want none, fixed, uniform or exponential)", l.Dist)
+		return fieldErr("business.latency.dist", "unknown distribution %q (want none, fixed, uniform or exponential)", l.Dist)
 	}
 	return nil
 }

@@ -1,7 +1,8 @@
 // Package workload is the harness's driver: concurrent clients that call
 // idem.Engine.Do against any idem.Store, a business function whose side
-// effect goes to an effect sink (the ledger), and a recorder that writes
-// what every client saw and every effect that happened into a history.
+// effect goes to an effect sink (which keeps the ledger: the record of which
+// effects were applied), and a recorder that writes what every client saw
+// and every effect that happened into a history.
 //
 // # Shape of a run
 //
@@ -53,4 +54,33 @@
 // pacer) has its own PCG stream derived from the seed and its id, and all
 // per-call draws (latency, failure, backoff jitter) are made by the client
 // before the call.
+//
+// # Limits
+//
+// Check, Validate and Run reject a configuration beyond these limits with a
+// *FieldError (wrapping ErrConfig) that names the field, the value and the
+// limit. A zero keeps its documented meaning of "the default".
+//
+//	field                           limit
+//	duration                        > 0, at most 24h (MaxDuration)
+//	clients                         0 (default 16) or 1 to 10,000 (MaxClients)
+//	rate                            0 (closed loop) or up to 1,000,000 requests/s (MaxRate); finite
+//	engine.lease_ttl                0 (default) or 10ms to 24h (MinLeaseTTL, MaxLeaseTTL)
+//	engine.heartbeat                off, default, or an interval of at least 1ms below the lease TTL
+//	engine.retention                0 (default) or 1s to 30 days (MinRetention, MaxRetention)
+//	engine.conflict_wait            0 to 10m (MaxWait)
+//	keys.space                      up to 1,000,000,000 (MaxKeySpace)
+//	keys.zipf_s                     above 1, at most 10 (MaxZipfS)
+//	keys.concurrent, keys.delayed   0 to 100 copies each (MaxCopies)
+//	keys.delay                      0 to 10m
+//	retry.max_attempts              0 (one) to 1,000 (MaxAttempts)
+//	retry.timeout                   0 (none) or 1ms to 10m (MinTimeout, MaxWait)
+//	retry.backoff, max_backoff      at most 10m
+//	business.latency.*              0 to 10m
+//	fractions and rates             finite numbers in [0, 1] (NaN and infinities are errors)
+//	late_after, drain_timeout       at most 10m
+//
+// Every wait of a run (pacing, backoff, client timeouts, the business
+// function's work, the liveness probe's wait) ends when Run's context
+// ends, so a cancelled run returns promptly.
 package workload

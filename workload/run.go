@@ -15,14 +15,16 @@ type Result struct {
 	// Recorder holds every recorded operation (calls, effects, probes);
 	// fault windows are the injector's to add.
 	Recorder *history.Recorder
-	// Ledger is the sink's ledger after the run.
+	// Ledger is the sink's ledger after the run when the sink is a
+	// LedgerKeeper; empty otherwise (the caller reads a LedgerReader's).
 	Ledger *Ledger
 	// Start is the wall-clock start of the run.
 	Start time.Time
 	// TrafficStart and TrafficEnd bound the traffic phase on the run's
 	// timeline; DrainEnd is when the last call of the traffic returned.
 	TrafficStart, TrafficEnd, DrainEnd int64
-	// TrafficOps is the number of operations recorded up to DrainEnd.
+	// TrafficOps is the number of calls and effects recorded up to DrainEnd
+	// (lease ops are not counted).
 	TrafficOps int
 	// Deliveries counts deliveries of logical requests (copies included).
 	Deliveries int64
@@ -46,7 +48,9 @@ type driver struct {
 	box    mailbox
 	faults Faults
 	tx     TxSink // nil unless the sink is transactional
-	txOpts TxEngine
+	// runDone is Run's ctx.Done(): waits that model work end with it.
+	runDone <-chan struct{}
+	txOpts  TxEngine
 
 	stopped    atomic.Bool  // traffic is over
 	drainUntil atomic.Int64 // unix nanos after which no retry is scheduled
@@ -67,7 +71,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &driver{cfg: cfg, rec: cfg.Recorder, now: cfg.Now, faults: cfg.Faults, pending: make(map[string]struct{})}
+	d := &driver{cfg: cfg, rec: cfg.Recorder, now: cfg.Now, faults: cfg.Faults, pending: make(map[string]struct{}), runDone: ctx.Done()}
 	if d.rec == nil {
 		d.rec = history.NewRecorder()
 	}
@@ -79,12 +83,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			d.txOpts.Hook = d.faults.Hook()
 		}
 	}
-	defer d.eng.Close() // every Do has returned by then: wait for the heartbeat goroutine
-	res := &Result{Recorder: d.rec, Ledger: cfg.Sink.Ledger(), Start: time.Now(), Open: cfg.Rate > 0, Recovery: cfg.Engine.Recovery}
+	defer d.eng.Close()   // every Do has returned by then: wait for the heartbeat goroutine
+	ledger := NewLedger() // a sink whose ledger is read back after the run
+	if lk, ok := cfg.Sink.(LedgerKeeper); ok {
+		ledger = lk.Ledger()
+	}
+	res := &Result{Recorder: d.rec, Ledger: ledger, Start: time.Now(), Open: cfg.Rate > 0, Recovery: cfg.Engine.Recovery}
 
 	if d.faults != nil {
 		d.faults.Start()
 	}
+	cs := d.startCompleters(ctx)
+	defer cs.stop()
 	res.TrafficStart = d.now()
 	timer := time.AfterFunc(cfg.Duration, d.stopTraffic)
 	if res.Open {
@@ -97,7 +107,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.TrafficEnd = min(d.now(), res.TrafficStart+int64(cfg.Duration))
 	d.inflight.Wait() // calls abandoned by a client timeout
 	res.DrainEnd = d.now()
-	res.TrafficOps = d.rec.Len()
+	res.TrafficOps = d.rec.Len() - d.rec.LenKind(history.KindLease)
 	if d.faults != nil {
 		d.faults.Stop()
 	}
@@ -107,7 +117,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, err
 	}
 	if !cfg.NoProbe {
-		n, err := d.probe(ctx)
+		n, err := d.probe(ctx, cs)
 		res.Probed = n
 		if err != nil {
 			return res, err
@@ -162,16 +172,20 @@ func (d *driver) engineOptions() []idem.Option {
 			opts = append(opts, idem.WithHook(h))
 		}
 	}
+	// Every lease step goes into the history (I7, I8).
+	opts = append(opts, idem.WithObserver(d.observeLease))
 	return opts
 }
 
-// do runs one execution: through the engine, or through the sink's own
-// transaction for a TxSink.
-func (d *driver) do(ctx context.Context, key string, fp idem.Fingerprint, fn idem.Func) (idem.Result, error) {
+// do runs execution x's call: through the engine, whose observer records
+// its lease steps under x's client and execution id, or through the sink's
+// own transaction for a TxSink.
+func (d *driver) do(ctx context.Context, x *execution, fp idem.Fingerprint, fn idem.Func) (idem.Result, error) {
 	if d.tx == nil {
-		return d.eng.Do(ctx, key, fp, fn)
+		ctx, fn = d.withLeaseCall(ctx, x, d.now(), fn)
+		return d.eng.Do(ctx, x.key, fp, fn)
 	}
-	return d.tx.Do(ctx, key, fp, d.txOpts, fn)
+	return d.tx.Do(ctx, x.key, fp, d.txOpts, fn)
 }
 
 // closedLoop runs Clients clients until traffic stops.
@@ -182,6 +196,10 @@ func (d *driver) closedLoop(ctx context.Context) {
 			c := d.newClient(id)
 			src := newSource(&d.cfg.Keys, d.cfg.Seed, id, &d.box)
 			for !d.stopped.Load() && ctx.Err() == nil {
+				if d.cfg.Batch > 1 {
+					c.deliverBatch(ctx, src.pull(d.cfg.Batch))
+					continue
+				}
 				c.deliver(ctx, src.next())
 			}
 			d.mergePending(c)
@@ -200,6 +218,10 @@ func (d *driver) openLoop(ctx context.Context, tl0 int64) {
 			for dl := range jobs {
 				if d.now()-dl.intended > int64(d.cfg.LateAfter) {
 					d.late.Add(1)
+				}
+				if d.cfg.Batch > 1 {
+					c.deliverBatch(ctx, pullMore(jobs, dl, d.cfg.Batch))
+					continue
 				}
 				c.deliver(ctx, dl)
 			}

@@ -3,6 +3,7 @@ package workload_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/idembench/idembench/backends/memstore"
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/workload"
@@ -17,7 +19,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func mustSink(t *testing.T, name string) workload.Sink {
+func mustSink(t *testing.T, name string) workload.LedgerKeeper {
 	t.Helper()
 	s, err := workload.NewSink(name)
 	if err != nil {
@@ -250,5 +252,63 @@ func TestRunStopsOnCancel(t *testing.T) {
 	})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Fatalf("err %v after %s", err, time.Since(start))
+	}
+}
+
+// deadConnStore fails the first Acquire of every key with a backend error
+// once armed, as a pooled connection to a restarted server fails its next
+// call, once.
+type deadConnStore struct {
+	idem.Store
+	armed atomic.Bool
+	mu    sync.Mutex
+	seen  map[string]bool
+}
+
+func (s *deadConnStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
+	if s.armed.Load() {
+		s.mu.Lock()
+		first := !s.seen[key]
+		s.seen[key] = true
+		s.mu.Unlock()
+		if first {
+			return nil, nil, idem.MarkAmbiguous(idem.BackendError("acquire", errors.New("unexpected EOF")))
+		}
+	}
+	return s.Store.Acquire(ctx, key, fp, ttl)
+}
+
+// armAtStop crashes executions like crashFaults and arms the store when the
+// run stops its faults, just before the liveness probe.
+type armAtStop struct {
+	*crashFaults
+	st *deadConnStore
+}
+
+func (a armAtStop) Stop() { a.crashFaults.Stop(); a.st.armed.Store(true) }
+
+// TestProbeCallsAgainAfterABackendError: a probe call that a dead
+// connection answered with a backend error is made again; only the last
+// call of a key is its liveness probe, so the keys are not reported stuck.
+func TestProbeCallsAgainAfterABackendError(t *testing.T) {
+	st := &deadConnStore{Store: newStore(t, nil), seen: map[string]bool{}}
+	res, ops := run(t, workload.Config{
+		Seed: 3, Duration: 200 * time.Millisecond, Clients: 4,
+		Engine: workload.Engine{LeaseTTL: 50 * time.Millisecond, Recovery: true},
+		Store:  st, Sink: mustSink(t, workload.SinkFenced),
+		Faults: armAtStop{crashes(idem.PointAfterFn, 5), st},
+	})
+	if res.Probed == 0 {
+		t.Fatal("nothing probed")
+	}
+	again := count(ops, func(op *history.Op) bool {
+		return op.Kind == history.KindCall && !op.Probe && op.Client > 4 && op.Outcome == history.Unknown
+	})
+	if again == 0 {
+		t.Fatal("no probe call was answered by the dead connection")
+	}
+	rep := checker.Check(&history.History{Ops: ops}, checker.Options{})
+	if rep.Verdict != checker.VerdictOK {
+		t.Fatalf("verdict %s: %+v", rep.Verdict, rep.Violations)
 	}
 }

@@ -23,16 +23,62 @@ type Effect struct {
 	Response idem.Response
 }
 
-// Sink receives the side effects of the business function: it is the
-// ledger of what happened. Implementations are safe for concurrent use.
+// Sink receives the side effects of the business function. It is all
+// every sink does; what some sinks do besides is an optional interface found
+// by type assertion: LedgerKeeper (the ledger is in this process),
+// LedgerReader (the ledger lives in a backend and is read back after the
+// run), Recoverer (answers the engine's recovery lookup) and TxSink
+// (commits the effect with the completion). Implementations are safe for
+// concurrent use.
+//
+// In this module "ledger" means one thing: the record of which effects were
+// applied, per key, that the checker judges (I1, I2, I5). The fence of a
+// fenced sink (the highest token applied per key) is part of how a sink
+// decides, not of the ledger.
 type Sink interface {
-	// Name is the sink's name ("plain", "fenced").
+	// Name is the sink's name ("plain", "fenced", "tx").
 	Name() string
 	// Apply applies e or rejects it and says which. An error means the
 	// outcome is unknown.
 	Apply(ctx context.Context, e Effect) (applied bool, err error)
+}
+
+// LedgerKeeper is a Sink that keeps its ledger in this process while the
+// run goes on (the in-memory sinks of NewSink): the driver returns it in
+// Result.Ledger and a progress display can read it live.
+type LedgerKeeper interface {
+	Sink
 	// Ledger returns the sink's record of every effect it saw.
 	Ledger() *Ledger
+}
+
+// LedgerReader is a Sink whose ledger lives in a backend, so that an effect
+// outlives the process that applied it (workload/redissink,
+// workload/pgsink). After the run the ledger is read back, and it is the
+// whole truth: an effect it does not hold was not applied.
+type LedgerReader interface {
+	Sink
+	// ReadLedger returns the applied effects of the given keys, or of every
+	// key that starts with prefix where the backend can select by prefix
+	// (a sink reads whichever it can; callers pass both), in apply order
+	// per key.
+	ReadLedger(ctx context.Context, prefix string, keys []string) ([]Applied, error)
+}
+
+// Applied is one applied effect as a backend ledger holds it.
+type Applied struct {
+	Effect
+	// At is when it was applied, on the run's timeline (history.Now).
+	At int64
+}
+
+// NewLedgerOf returns a Ledger that holds the applied effects es.
+func NewLedgerOf(es []Applied) *Ledger {
+	l := NewLedger()
+	for _, e := range es {
+		l.Record(e.Effect, true)
+	}
+	return l
 }
 
 // Recoverer is a Sink that can answer the engine's recovery question "did
@@ -56,7 +102,7 @@ type Recoverer interface {
 // transaction, and commits the effect together with the fenced
 // completion, or rolls both back (a stale holder's completion is refused,
 // so its effect never commits). The workload stays free of backend
-// imports: cmd/idembench supplies the Postgres implementation.
+// imports: workload/pgsink supplies the Postgres implementation.
 //
 // Until the transaction commits an applied effect is only pending, so the
 // driver records every effect of a TxSink as unknown and the run's ledger
@@ -98,7 +144,7 @@ var ErrUnsupported = errors.New("workload: not yet supported")
 //     TxSink on its Postgres store instead.
 //
 // Any other name is an error wrapping ErrConfig.
-func NewSink(name string) (Sink, error) {
+func NewSink(name string) (LedgerKeeper, error) {
 	switch name {
 	case SinkPlain:
 		return &plainSink{l: NewLedger()}, nil
@@ -149,13 +195,13 @@ type Ledger struct {
 
 type ledgerShard struct {
 	mu   sync.Mutex
-	keys map[string]*ledgerEntry
+	keys map[string]*keyLedger
 	_    [40]byte
 }
 
-// ledgerEntry is the ledger of one key. The first applied effect is kept
+// keyLedger is the ledger of one key. The first applied effect is kept
 // inline: almost every key has exactly one.
-type ledgerEntry struct {
+type keyLedger struct {
 	highest  idem.Token // highest applied token
 	first    Effect     // valid when n > 0
 	more     []Effect   // applied effects after the first, in apply order
@@ -163,7 +209,7 @@ type ledgerEntry struct {
 	rejected []string   // execution ids of rejected effects
 }
 
-func (en *ledgerEntry) applied() []Effect {
+func (en *keyLedger) applied() []Effect {
 	if en.n == 0 {
 		return nil
 	}
@@ -184,7 +230,7 @@ type LedgerStats struct {
 func NewLedger() *Ledger {
 	l := &Ledger{seed: maphash.MakeSeed()}
 	for i := range l.shards {
-		l.shards[i].keys = make(map[string]*ledgerEntry)
+		l.shards[i].keys = make(map[string]*keyLedger)
 	}
 	return l
 }
@@ -201,7 +247,7 @@ func (l *Ledger) apply(e Effect, fence bool) bool {
 	defer sh.mu.Unlock()
 	en := sh.keys[e.Key]
 	if en == nil {
-		en = &ledgerEntry{}
+		en = &keyLedger{}
 		sh.keys[e.Key] = en
 	}
 	if fence && e.Token < en.highest {
@@ -219,8 +265,7 @@ func (l *Ledger) apply(e Effect, fence bool) bool {
 }
 
 // Record adds e to the ledger as applied or rejected, with no fencing of
-// its own: it is how a sink whose ledger lives in a backend (a TxSink)
-// rebuilds it after the run.
+// its own: it is how the ledger of a LedgerReader is rebuilt after the run.
 func (l *Ledger) Record(e Effect, applied bool) {
 	if applied {
 		l.apply(e, false)
@@ -231,7 +276,7 @@ func (l *Ledger) Record(e Effect, applied bool) {
 	defer sh.mu.Unlock()
 	en := sh.keys[e.Key]
 	if en == nil {
-		en = &ledgerEntry{}
+		en = &keyLedger{}
 		sh.keys[e.Key] = en
 	}
 	en.rejected = append(en.rejected, e.Exec)
@@ -246,7 +291,7 @@ func (l *Ledger) fenceAndFirst(key string, token idem.Token) (idem.Response, boo
 	defer sh.mu.Unlock()
 	en := sh.keys[key]
 	if en == nil {
-		en = &ledgerEntry{}
+		en = &keyLedger{}
 		sh.keys[key] = en
 	}
 	en.highest = max(en.highest, token)

@@ -1,0 +1,158 @@
+package blackbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// targetFile is the YAML schema of a target file.
+type targetFile struct {
+	Name        string          `yaml:"name"`
+	BaseURL     string          `yaml:"base_url"`
+	Start       *startYAML      `yaml:"start"`
+	Operation   operationYAML   `yaml:"operation"`
+	Oracle      oracleYAML      `yaml:"oracle"`
+	Conformance conformanceYAML `yaml:"conformance"`
+}
+
+type startYAML struct {
+	Command      []string          `yaml:"command"`
+	Env          map[string]string `yaml:"env"`
+	Dir          string            `yaml:"dir"`
+	Ready        string            `yaml:"ready"`
+	ReadyTimeout duration          `yaml:"ready_timeout"`
+}
+
+type operationYAML struct {
+	Method       string            `yaml:"method"`
+	Path         string            `yaml:"path"`
+	Headers      map[string]string `yaml:"headers"`
+	Body         string            `yaml:"body"`
+	KeyHeader    string            `yaml:"key_header"`
+	Success      []int             `yaml:"success"`
+	ResourceID   string            `yaml:"resource_id"`
+	ReplayHeader string            `yaml:"replay_header"`
+	AmountMin    int64             `yaml:"amount_min"`
+	AmountMax    int64             `yaml:"amount_max"`
+}
+
+type oracleYAML struct {
+	Kind        string   `yaml:"kind"`
+	KeyHeader   string   `yaml:"key_header"`
+	Latency     duration `yaml:"latency"`
+	URL         string   `yaml:"url"`
+	PostgresURL string   `yaml:"postgres_url"`
+	Query       string   `yaml:"query"`
+}
+
+type conformanceYAML struct {
+	Skip             bool              `yaml:"skip"`
+	IsolationPath    string            `yaml:"isolation_path"`
+	IsolationHeaders map[string]string `yaml:"isolation_headers"`
+	Deviations       map[string]string `yaml:"deviations"`
+}
+
+// duration is a time.Duration written as "250ms" or "2s".
+type duration struct{ d time.Duration }
+
+func (d *duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration such as 250ms", n.Line)
+	}
+	if n.Value == "0" {
+		*d = duration{}
+		return nil
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a duration (want e.g. 250ms or 2s)", n.Line, n.Value)
+	}
+	*d = duration{v}
+	return nil
+}
+
+// LoadTarget reads and validates the target file at path (see
+// ParseTarget). A file that cannot be read is an ErrUsage error too: the
+// command line named it.
+func LoadTarget(path string) (*Target, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("target: %v", err)
+	}
+	return ParseTarget(bytes.NewReader(b), path)
+}
+
+// ParseTarget reads one target from strict YAML and validates it; source
+// names it in errors. Every error wraps ErrUsage: an unknown field is
+// named with its line, a bad value with its field.
+//
+//	name: payments
+//	start:
+//	  command: [./httpserver, --addr, "{{.Addr}}", --downstream, "{{.DownstreamURL}}"]
+//	  ready: /payments/none
+//	operation:
+//	  path: /payments
+//	  headers: {Content-Type: application/json}
+//	  body: '{"amount": {{.Amount}}, "currency": "EUR"}'
+//	  resource_id: /id
+//	  replay_header: "Idempotency-Replayed: true"
+//	oracle:
+//	  kind: downstream
+//	conformance:
+//	  isolation_path: /transfers
+func ParseTarget(r io.Reader, source string) (*Target, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, usagef("%s: %v", source, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var f targetFile
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, usagef("%s: empty file", source)
+		}
+		return nil, usagef("%s: %v", source, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, usagef("%s: more than one YAML document", source)
+	}
+	t := f.target(source)
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (f *targetFile) target(source string) *Target {
+	o := &f.Operation
+	t := &Target{
+		Name:    f.Name,
+		BaseURL: f.BaseURL,
+		Operation: Operation{
+			Method: o.Method, Path: o.Path, Headers: o.Headers, Body: o.Body,
+			KeyHeader: o.KeyHeader, Success: o.Success, ResourceID: o.ResourceID,
+			ReplayHeader: o.ReplayHeader, AmountMin: o.AmountMin, AmountMax: o.AmountMax,
+		},
+		Oracle: Oracle{
+			Kind: f.Oracle.Kind, KeyHeader: f.Oracle.KeyHeader, Latency: f.Oracle.Latency.d,
+			URL: f.Oracle.URL, PostgresURL: f.Oracle.PostgresURL, Query: f.Oracle.Query,
+		},
+		Conformance: Conformance{
+			Skip: f.Conformance.Skip, IsolationPath: f.Conformance.IsolationPath,
+			IsolationHeaders: f.Conformance.IsolationHeaders, Deviations: f.Conformance.Deviations,
+		},
+		Source: source,
+	}
+	if s := f.Start; s != nil {
+		t.Start = &Start{Command: s.Command, Env: s.Env, Dir: s.Dir, Ready: s.Ready, ReadyTimeout: s.ReadyTimeout.d}
+	}
+	return t
+}

@@ -1,0 +1,106 @@
+package blackbox
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/idembench/idembench/history"
+)
+
+func TestClassify(t *testing.T) {
+	tg, err := ParseTarget(strings.NewReader("name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p, success: [201], replay_header: 'Idempotency-Replayed: true'}\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := &tg.Operation
+	replayed := http.Header{"Idempotency-Replayed": {"true"}}
+	dial := &net.OpError{Op: "dial", Err: errors.New("connection refused")}
+	cases := []struct {
+		name  string
+		a     answer
+		out   history.Outcome
+		final bool
+	}{
+		{"success", answer{status: 201}, history.Executed, true},
+		{"success replayed", answer{status: 201, header: replayed}, history.Replayed, true},
+		{"other marker value", answer{status: 201, header: http.Header{"Idempotency-Replayed": {"false"}}}, history.Executed, true},
+		{"2xx not declared", answer{status: 200}, history.Failed, true},
+		{"conflict", answer{status: 409}, history.InProgress, false},
+		{"mismatch", answer{status: 422}, history.Mismatch, true},
+		{"too many requests", answer{status: 429}, history.Released, false},
+		{"5xx", answer{status: 503}, history.Released, false},
+		{"stored 5xx", answer{status: 502, header: replayed}, history.Failed, true},
+		{"bad request", answer{status: 400}, history.Error, true},
+		{"stored 4xx", answer{status: 402}, history.Failed, true},
+		{"timeout after sending", answer{err: errors.New("deadline"), sent: true}, history.Unknown, false},
+		{"refused", answer{err: dial, sent: isDialErrorSent(dial)}, history.Error, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, final := op.classify(&tc.a)
+			if out != tc.out || final != tc.final {
+				t.Errorf("classify = %s, final %v; want %s, %v", out, final, tc.out, tc.final)
+			}
+		})
+	}
+}
+
+func isDialErrorSent(err error) bool { return !isDialError(err) }
+
+func TestResourceID(t *testing.T) {
+	cases := []struct {
+		ptr, body, location, want string
+	}{
+		{"/id", `{"id":"pay_1"}`, "", "pay_1"},
+		{"/data/0/id", `{"data":[{"id":7}]}`, "", "7"},
+		{"/a~1b", `{"a/b":"x"}`, "", "x"},
+		{"/id", `not json`, "", ""},
+		{"/missing", `{"id":"pay_1"}`, "", ""},
+		{"header:Location", ``, "/payments/pay_9", "/payments/pay_9"},
+	}
+	for _, tc := range cases {
+		op := Operation{ResourceID: tc.ptr}
+		a := answer{body: []byte(tc.body), header: http.Header{"Location": {tc.location}}}
+		if got := op.resourceID(&a); got != tc.want {
+			t.Errorf("resourceID(%s, %s) = %q, want %q", tc.ptr, tc.body, got, tc.want)
+		}
+	}
+}
+
+func TestParseCounts(t *testing.T) {
+	cases := []struct {
+		body string
+		want map[string]int
+		ok   bool
+	}{
+		{`{"a":1,"b":2}`, map[string]int{"a": 1, "b": 2}, true},
+		{`{"counts":{"a":3}}`, map[string]int{"a": 3}, true},
+		{`{}`, map[string]int{}, true},
+		{`[1,2]`, nil, false},
+		{`{"a":-1}`, nil, false},
+		{`{"a":1.5}`, nil, false},
+		{`{"a":"1"}`, nil, false},
+		{`<html>`, nil, false},
+	}
+	for _, tc := range cases {
+		got, err := parseCounts([]byte(tc.body), "test")
+		if tc.ok != (err == nil) {
+			t.Errorf("parseCounts(%s): err %v, want ok=%v", tc.body, err, tc.ok)
+			continue
+		}
+		if !tc.ok && !errors.Is(err, ErrOracle) {
+			t.Errorf("parseCounts(%s): err %v does not wrap ErrOracle", tc.body, err)
+		}
+		if tc.ok && len(got) != len(tc.want) {
+			t.Errorf("parseCounts(%s) = %v, want %v", tc.body, got, tc.want)
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("parseCounts(%s)[%s] = %d, want %d", tc.body, k, got[k], v)
+			}
+		}
+	}
+}

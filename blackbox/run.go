@@ -1,0 +1,375 @@
+package blackbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/idembench/idembench/chaos/netfault"
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/workload"
+)
+
+// Defaults of Spec.
+const (
+	DefaultClients    = 8
+	DefaultTimeout    = 2 * time.Second
+	DefaultAttempts   = 4
+	DefaultProbeAfter = 500 * time.Millisecond
+)
+
+// Spec is one black-box run. Target and Duration are required; every other
+// zero field has a default.
+type Spec struct {
+	// Target is the service under test (see ParseTarget).
+	Target *Target
+	// Seed fixes every random choice: keys, amounts, copies, fault times.
+	Seed int64
+	// Dir is the run directory to write (history.jsonl, summary.json,
+	// report.md, report.html, plots, conformance.json, porcupine/); empty
+	// writes nothing.
+	Dir string
+	// Duration is how long new requests are sent; required, > 0.
+	Duration time.Duration
+	// Clients is the number of concurrent clients (closed loop) or of
+	// senders (open loop); zero means DefaultClients.
+	Clients int
+	// Rate, when > 0, makes the run open-loop at Rate requests per second,
+	// latency measured from each request's intended send time.
+	Rate float64
+	// Keys shapes keys and duplicates (unique or zipf keys, concurrent and
+	// delayed copies, mismatching bodies), as in package workload.
+	Keys workload.Keys
+	// Retry is the client's policy. Zero MaxAttempts means
+	// DefaultAttempts, zero Timeout DefaultTimeout.
+	Retry workload.Retry
+	// Faults are injected during the traffic, on one seeded schedule.
+	Faults []Fault
+	// ProbeAfter is the wait between the end of traffic (faults healed)
+	// and the liveness probe; zero means DefaultProbeAfter. Set it above
+	// the service's lease or lock timeout when it has one.
+	ProbeAfter time.Duration
+	// CheckTimeout is the checker's linearizability budget; zero means
+	// checker.DefaultTimeout.
+	CheckTimeout time.Duration
+	// Thresholds, when set, are checked against the run's figures.
+	Thresholds *reports.Thresholds
+	// ReplayCommand is printed in the reports as the way to reproduce the
+	// run.
+	ReplayCommand string
+}
+
+// Outcome is the result of a run.
+type Outcome struct {
+	// Verdict is "ok", "violation" or "inconclusive" (checker and
+	// conformance together: a failed probe makes it "violation").
+	Verdict string
+	// Check is the checker's report on the history.
+	Check checker.Report
+	// Conformance is the conformance table; empty when skipped.
+	Conformance []ProbeResult
+	// Oracle is the oracle kind used, OracleLimits what it cannot see.
+	Oracle, OracleLimits string
+	// History is the recorded run.
+	History *history.History
+	// Summary holds the run's figures.
+	Summary *reports.Summary
+	// Misses lists the thresholds missed.
+	Misses []reports.Miss
+	// Notes are remarks for the reader (effects outside the run's keys,
+	// fault errors).
+	Notes []string
+	// Dir is the run directory written, "" when none.
+	Dir string
+}
+
+func (s *Spec) validate() error {
+	if s.Target == nil {
+		return usagef("no target")
+	}
+	if err := s.Target.Validate(); err != nil {
+		return err
+	}
+	if s.Clients == 0 {
+		s.Clients = DefaultClients
+	}
+	if s.Retry.MaxAttempts == 0 {
+		s.Retry.MaxAttempts = DefaultAttempts
+	}
+	if s.Retry.Timeout == 0 {
+		s.Retry.Timeout = DefaultTimeout
+	}
+	if s.ProbeAfter == 0 {
+		s.ProbeAfter = DefaultProbeAfter
+	}
+	cfg, err := workload.Check(workload.Config{
+		Seed: s.Seed, Duration: s.Duration, Clients: s.Clients, Rate: s.Rate, Keys: s.Keys, Retry: s.Retry,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	s.Keys, s.Retry = cfg.Keys, cfg.Retry
+	for i, f := range s.Faults {
+		if !containsString(FaultKinds, f.Kind) {
+			return usagef("faults[%d]: unknown kind %q (want one of %v)", i, f.Kind, FaultKinds)
+		}
+		if !f.network() && s.Target.Start == nil {
+			return usagef("faults[%d]: %s needs a target with a start command", i, f.Kind)
+		}
+		if f.At < 0 || f.At >= s.Duration || f.For < 0 || f.Latency < 0 {
+			return usagef("faults[%d]: at must be within the duration, for and latency not negative", i)
+		}
+	}
+	return nil
+}
+
+func containsString(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Run drives the target as spec says and checks what happened: it starts
+// the mock downstream and the service when the target says so, runs the
+// conformance probes, sends the workload through the fault proxy while
+// the faults run, heals everything, probes liveness, reads the effects
+// oracle, checks the history and writes the run directory.
+//
+// The error is nil on a pass. Otherwise it wraps one sentinel: ErrUsage
+// (nothing was started), ErrEnvironment or ErrOracle (the run could not be
+// carried out), ErrViolation or ErrConformance, ErrInconclusive,
+// ErrThreshold, in that order of precedence; Outcome is filled in as far
+// as the run got. Everything Run started (service, proxy, downstream) is
+// stopped before it returns, also when ctx is cancelled.
+func Run(ctx context.Context, spec Spec) (Outcome, error) {
+	if err := spec.validate(); err != nil {
+		return Outcome{}, err
+	}
+	r := &runner{spec: &spec, t: spec.Target, now: history.Now}
+	defer r.close()
+	return r.run(ctx)
+}
+
+// runner holds what one Run started, so close can stop it all.
+type runner struct {
+	spec      *Spec
+	t         *Target
+	now       func() int64
+	fields    Fields
+	ds        *Downstream
+	svc       *service
+	proxy     *netfault.Proxy
+	transport *http.Transport
+}
+
+func (r *runner) close() {
+	if r.transport != nil {
+		r.transport.CloseIdleConnections()
+	}
+	if r.proxy != nil {
+		_ = r.proxy.Close()
+	}
+	if r.svc != nil {
+		r.svc.stop()
+	}
+	if r.ds != nil {
+		_ = r.ds.Close()
+	}
+}
+
+// setup starts the downstream, the service and the proxy, and returns the
+// service's base URL.
+func (r *runner) setup(ctx context.Context) (string, error) {
+	t := r.t
+	if t.Oracle.Kind == OracleDownstream {
+		ds, err := NewDownstream(t.Oracle.KeyHeader, t.Oracle.Latency, r.now)
+		if err != nil {
+			return "", err
+		}
+		r.ds = ds
+		r.fields.DownstreamURL = ds.URL()
+	}
+	var base string
+	if t.Start != nil {
+		addr, err := freeAddr()
+		if err != nil {
+			return "", envf("pick a port: %v", err)
+		}
+		r.fields.Addr = addr
+		_, r.fields.Port, _ = net.SplitHostPort(addr)
+		r.svc = newService(t, &r.fields)
+		if err := r.svc.run(ctx); err != nil {
+			return "", err
+		}
+		base = r.svc.base
+	} else {
+		base = expand(t.BaseURL, &r.fields)
+		if err := reachable(ctx, base); err != nil {
+			return "", err
+		}
+	}
+	r.transport = &http.Transport{
+		Proxy:               nil,
+		MaxIdleConns:        4 * r.spec.Clients,
+		MaxIdleConnsPerHost: 4 * r.spec.Clients,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+	for _, f := range r.spec.Faults {
+		if !f.network() {
+			continue
+		}
+		u, err := url.Parse(base)
+		if err != nil {
+			return "", usagef("base_url: %v", err)
+		}
+		p, err := netfault.New(ctx, u.Host, netfault.Options{Clock: r.now, Seed: uint64(r.spec.Seed)})
+		if errors.Is(err, netfault.ErrNotLoopback) {
+			return "", usagef("network faults need a loopback base_url: %v", err)
+		} else if err != nil {
+			return "", envf("fault proxy: %v", err)
+		}
+		r.proxy = p
+		break
+	}
+	return base, nil
+}
+
+// reachable checks that base answers HTTP at all.
+func reachable(ctx context.Context, base string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base, nil)
+	if err != nil {
+		return usagef("base_url: %v", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return envf("service unreachable at %s: %v", base, err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+func (r *runner) run(ctx context.Context) (Outcome, error) {
+	spec, t := r.spec, r.t
+	out := Outcome{Oracle: t.Oracle.Kind, OracleLimits: oracleLimits[t.Oracle.Kind]}
+	base, err := r.setup(ctx)
+	if err != nil {
+		return out, err
+	}
+	client := &http.Client{Transport: r.transport}
+	nonce := "r" + strconv.FormatInt(time.Now().UnixMilli(), 36)
+	prefix := spec.Keys.Prefix + "-" + nonce
+	if !t.Conformance.Skip {
+		p := &prober{t: t, client: client, base: base, ds: r.ds, svc: &r.fields, seed: spec.Seed, prefix: "c" + nonce}
+		out.Conformance = p.run(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("blackbox: %w", context.Cause(ctx))
+	}
+
+	clientBase := base
+	if r.proxy != nil {
+		clientBase = "http://" + r.proxy.Addr()
+	}
+	d := &driver{
+		spec: spec, op: &t.Operation, client: client, base: func() string { return clientBase },
+		svc: &r.fields, rec: history.NewRecorder(), now: r.now, prefix: prefix, keys: newKeyTable(),
+	}
+	fr := &faultRunner{faults: schedule(spec.Faults, spec.Seed, spec.Duration, spec.Retry.Timeout), proxy: r.proxy, svc: r.svc, now: r.now}
+	start := time.Now()
+	wall := time.Now().UTC()
+	fr.start(ctx)
+	stop := start.Add(spec.Duration)
+	d.run(ctx, stop, stop.Add(workload.DefaultDrainTimeout))
+	if err := fr.stop(ctx); err != nil {
+		out.Notes = append(out.Notes, "fault: "+err.Error())
+		if errors.Is(err, ErrEnvironment) {
+			return out, err
+		}
+	}
+	select {
+	case <-time.After(spec.ProbeAfter):
+	case <-ctx.Done():
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("blackbox: %w", context.Cause(ctx))
+	}
+	d.probe(ctx)
+
+	h := d.rec.History(r.header(wall, base))
+	if err := r.addEffects(ctx, h, d, &out); err != nil {
+		return out, err
+	}
+	h.Ops = append(h.Ops, fr.ops()...)
+	if t.Operation.replayName == "" {
+		markExecutions(h.Ops)
+	}
+	history.SortByCall(h.Ops)
+	out.History = h
+	return r.finish(h, &out)
+}
+
+func (r *runner) header(wall time.Time, base string) history.Header {
+	spec, t := r.spec, r.t
+	opts := map[string]string{
+		"target":    t.Name,
+		"base_url":  base,
+		"operation": t.Operation.Method + " " + t.Operation.Path,
+		"oracle":    t.Oracle.Kind,
+		"clients":   strconv.Itoa(spec.Clients),
+		"keys":      spec.Keys.Dist,
+		"duration":  spec.Duration.String(),
+		"timeout":   spec.Retry.Timeout.String(),
+		"attempts":  strconv.Itoa(spec.Retry.MaxAttempts),
+	}
+	if spec.Rate > 0 {
+		opts["rate"] = strconv.FormatFloat(spec.Rate, 'g', -1, 64)
+	}
+	for i, f := range spec.Faults {
+		opts["fault."+strconv.Itoa(i)] = f.Kind
+	}
+	return history.Header{
+		Tool: "idembench blackbox", Scenario: "http:" + t.Name, Seed: spec.Seed,
+		Backend: "http", Engine: "black-box (" + t.Oracle.Kind + " oracle)", Options: opts, Start: wall,
+	}
+}
+
+// addEffects reads the oracle and appends its effect ops to h.
+func (r *runner) addEffects(ctx context.Context, h *history.History, d *driver, out *Outcome) error {
+	switch r.t.Oracle.Kind {
+	case OracleDownstream:
+		ops, other := downstreamEffects(r.ds.Calls(), d.prefix+"-")
+		h.Ops = append(h.Ops, ops...)
+		if other > 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("the downstream received %d call(s) for keys outside the workload (conformance probes, calls without the key header)", other))
+		}
+	case OracleHTTP, OracleSQL:
+		var counts map[string]int
+		var err error
+		if r.t.Oracle.Kind == OracleHTTP {
+			counts, err = queryHTTP(ctx, expand(r.t.Oracle.URL, &r.fields))
+		} else {
+			counts, err = querySQL(ctx, expand(r.t.Oracle.PostgresURL, &r.fields), r.t.Oracle.Query)
+		}
+		if err != nil {
+			return err
+		}
+		out.Notes = append(out.Notes, "oracle reported "+describeCounts(counts))
+		h.Ops = append(h.Ops, countEffects(counts, firstCalls(h.Ops))...)
+	default:
+		h.Ops = append(h.Ops, responseEffects(d.keys.ids())...)
+	}
+	return nil
+}

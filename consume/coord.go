@@ -1,0 +1,135 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/workload"
+)
+
+// coord is what a consumer reports to and asks: the runner itself for
+// in-process consumers, an RPC client in a worker process. Everything a
+// run must still know after a consumer dies lives behind it: the history,
+// the effect sink, the counts and the fault targets.
+type coord interface {
+	// record adds a call or fault op to the history.
+	record(op history.Op)
+	// delivered counts one processed delivery and how it was settled
+	// (settled false: the settle call failed; actAbandoned: the consumer
+	// crashed holding it).
+	delivered(redelivered bool, a action, settled bool)
+	// batched counts one pulled batch of size deliveries.
+	batched(size int)
+	// apply applies e to the effect sink and records its effect op (op
+	// with Call, Return, Applied and Outcome filled in by the sink side).
+	apply(ctx context.Context, e workload.Effect, op history.Op) (applied bool, err error)
+	// recoverKey answers the engine's recovery question on the sink.
+	recoverKey(ctx context.Context, key string, token idem.Token) (idem.Response, bool, error)
+	// takeCrash reports whether key is a crash target not struck yet, and
+	// marks it struck.
+	takeCrash(key string) bool
+	// pause stalls the consumer if key is a pause target not struck yet.
+	pause(ctx context.Context, consumer int, key string, token idem.Token)
+}
+
+var _ coord = (*runner)(nil)
+
+func (r *runner) record(op history.Op) { r.rec.Record(op) }
+
+func (r *runner) delivered(redelivered bool, a action, settled bool) {
+	r.c.deliveries.Add(1)
+	if redelivered {
+		r.c.redeliveries.Add(1)
+	}
+	switch {
+	case a == actAbandoned:
+	case !settled:
+		r.c.settleErrors.Add(1)
+	case a == actAck:
+		r.c.acked.Add(1)
+		r.settled.Add(1)
+	case a == actDeadLetter:
+		r.c.deadLetterActions.Add(1)
+		r.settled.Add(1)
+	default:
+		r.c.requeued.Add(1)
+	}
+}
+
+func (r *runner) batched(size int) {
+	r.c.batches.Add(1)
+	r.c.batchedDeliveries.Add(int64(size))
+}
+
+func (r *runner) apply(ctx context.Context, e workload.Effect, op history.Op) (bool, error) {
+	op.Call = r.now()
+	applied, err := r.sink.Apply(ctx, e)
+	op.Return = r.now()
+	if err != nil {
+		op.Outcome, op.Return, op.Err = history.Unknown, history.NoReturn, err.Error()
+		r.rec.Record(op)
+		return false, err
+	}
+	op.Applied = applied
+	if !applied {
+		op.Err = workload.ErrStale.Error()
+	}
+	r.rec.Record(op)
+	if applied {
+		r.noteEffect(e.Key, op.Return)
+	}
+	return applied, nil
+}
+
+func (r *runner) recoverKey(ctx context.Context, key string, token idem.Token) (idem.Response, bool, error) {
+	if r.recoverer == nil {
+		return idem.Response{}, false, nil
+	}
+	return r.recoverer.Recover(ctx, key, token)
+}
+
+func (r *runner) takeCrash(key string) bool { return r.plan.crash.take(key) }
+
+// pause, in-process, blocks the consumer's goroutine (see waitPause).
+func (r *runner) pause(ctx context.Context, consumer int, key string, token idem.Token) {
+	if !r.plan.pause.take(key) {
+		return
+	}
+	r.pausing.Add(1)
+	defer r.pausing.Add(-1)
+	start := r.now()
+	took := r.waitPause(key, nil)
+	r.rec.Record(history.Op{Kind: history.KindFault, Client: consumer, Worker: consumer, Key: key,
+		Token: uint64(token), Call: start, Return: r.now(),
+		Label: fmt.Sprintf("pause consumer %d before effect for %s", consumer, took.Round(time.Millisecond))})
+}
+
+// maxPause bounds a pause, in multiples of PauseFor.
+const maxPause = 10
+
+// waitPause waits out a pause aimed at key: at least PauseFor, and then
+// until another consumer applied key's effect (the paused one resumes
+// right behind its successor, the window a stale writer needs), at most
+// maxPause × PauseFor; the run's end or dead (a stopped worker that
+// exited) end it early. It returns how long the pause lasted.
+func (r *runner) waitPause(key string, dead <-chan struct{}) time.Duration {
+	start := time.Now()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return time.Since(start)
+		case <-dead:
+			return time.Since(start)
+		case <-t.C:
+		}
+		d := time.Since(start)
+		if d >= r.cfg.Faults.PauseFor && (len(r.sink.Ledger().Applied(key)) > 0 || d >= maxPause*r.cfg.Faults.PauseFor) {
+			return d
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package consume
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/workload"
+)
+
+// errCrash is the crash fault: the consumer dies where it is returned.
+var errCrash = errors.New("consume: consumer crashed (fault)")
+
+// settleTimeout bounds one settle call.
+const settleTimeout = 5 * time.Second
+
+// okResponse is the response Engine.Consume stores for a success; the
+// effect sink keeps it for recovery.
+var okResponse = idem.Response{Status: 200}
+
+// callState is what one delivery's processing learned, passed down in its
+// context to the handler, the recovery hook and the fault hook.
+type callState struct {
+	consumer  int
+	ran       bool // the handler ran
+	recovered bool // the recovery hook completed the key
+	token     idem.Token
+	exec      string
+}
+
+type stateKey struct{}
+
+func stateFrom(ctx context.Context) *callState {
+	st, _ := ctx.Value(stateKey{}).(*callState)
+	if st == nil {
+		return &callState{consumer: -1}
+	}
+	return st
+}
+
+// poisonError is the permanent failure of a poison message. Its text is
+// the failure response Engine.Consume stores.
+func poisonError(key string) error { return idem.Permanent(fmt.Errorf("poison message %s", key)) }
+
+func poisonDigest(key string) string {
+	r := idem.Response{Status: 500, Body: []byte(poisonError(key).Error())}
+	return history.RespDigest(&r)
+}
+
+// handle processes and settles one delivery and records it. It reports
+// whether the consumer crashed: then nothing was settled.
+func (n *node) handle(ctx context.Context, id int, d delivery) (crashed bool) {
+	var m message
+	_ = json.Unmarshal(d.body(), &m) // a bad body is the handler's business
+	st := &callState{consumer: id}
+	op := history.Op{Kind: history.KindCall, Client: id, Worker: id, Key: d.key(), Request: int64(m.N), Attempt: d.attempt(),
+		FP: history.FingerprintID(idem.NewFingerprint(d.body())), Call: n.now()}
+	a, err := d.process(context.WithValue(ctx, stateKey{}, st))
+	op.Return = n.now()
+	if errors.Is(err, errCrash) {
+		op.Outcome, op.Return, op.Token, op.Exec = history.Unknown, history.NoReturn, uint64(st.token), st.exec
+		op.Err = "consumer crashed after the effect, before the ack"
+		n.co.record(op)
+		n.co.delivered(d.redelivered(), actAbandoned, false)
+		return true
+	}
+	outcome(&op, st, a, err, m.Poison)
+	n.co.record(op)
+	// Settle even when ctx ended meanwhile (a consumer restart): the
+	// outcome is recorded, and an ack that may or may not go out would
+	// only leave the run unsure whether the copy was settled.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	serr := d.settle(sctx, a, err)
+	cancel()
+	n.co.delivered(d.redelivered(), a, serr == nil)
+	return false
+}
+
+// business is the handler: it applies the message's effect to the sink
+// under the lease's token (token 0 without an engine).
+func (n *node) business(ctx context.Context, body []byte) error {
+	var m message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return idem.Permanent(fmt.Errorf("bad payload: %w", err))
+	}
+	st := stateOf(ctx, m.Key)
+	st.ran = true
+	l, _ := idem.LeaseFrom(ctx)
+	st.token = l.Token
+	st.exec = "c" + strconv.Itoa(st.consumer) + "." + strconv.FormatInt(n.execs.Add(1), 10)
+	if n.latency > 0 {
+		time.Sleep(n.latency)
+	}
+	if m.Poison {
+		return poisonError(m.Key)
+	}
+	op := history.Op{Kind: history.KindEffect, Client: st.consumer, Worker: st.consumer, Key: m.Key,
+		Request: int64(m.N), Token: uint64(l.Token), Exec: st.exec}
+	applied, err := n.co.apply(context.WithoutCancel(ctx), workload.Effect{Key: m.Key, Token: l.Token, Exec: st.exec, Response: okResponse}, op)
+	if err != nil {
+		return idem.MarkAmbiguous(err)
+	}
+	if !applied {
+		return idem.Permanent(workload.ErrStale)
+	}
+	if n.engine == nil && n.co.takeCrash(m.Key) {
+		return errCrash // broker-only: right after the effect, before the ack
+	}
+	return nil
+}
+
+// recover is the engine's recovery hook on the fenced sink.
+func (n *node) recover(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
+	resp, done, err := n.co.recoverKey(ctx, l.Key, l.Token)
+	if done {
+		st := stateOf(ctx, l.Key)
+		st.recovered, st.token = true, l.Token
+	}
+	return resp, done, err
+}
+
+// hook aims the faults at their points: a crash after the effect, before
+// the outcome is recorded and the message acked; a pause before the
+// effect, heartbeat stopped. In a batch, the deliveries after a crash are
+// not processed, and a worker process dies in the hook (see handleBatch).
+func (n *node) hook(ctx context.Context, p idem.Point, l idem.Lease) error {
+	bs := batchFrom(ctx)
+	switch p {
+	case idem.PointAfterAcquire:
+		if bs != nil && bs.claim(l.Key) {
+			return errCrash
+		}
+	case idem.PointAfterFn:
+		if !n.co.takeCrash(l.Key) {
+			return nil
+		}
+		if bs != nil {
+			bs.crash()
+			if n.killInHook {
+				n.abandonBatch(bs)
+				n.fault(bs.consumer, "crash consumer %d after effect, before ack (%s, batch of %d)", bs.consumer, l.Key, len(bs.ds))
+				n.ended(ctx, bs.consumer, true) // never returns
+			}
+		}
+		return errCrash
+	case idem.PointBeforeFn:
+		n.co.pause(ctx, stateOf(ctx, l.Key).consumer, l.Key, l.Token)
+	}
+	return nil
+}
+
+// outcome fills in the call op of one processed delivery.
+func outcome(op *history.Op, st *callState, a action, err error, poison bool) {
+	op.Token = uint64(st.token)
+	op.Exec = st.exec
+	if err != nil {
+		op.Err = err.Error()
+	}
+	switch {
+	case a == actAck && err == nil && (st.ran || st.recovered):
+		op.Outcome, op.Resp = history.Executed, history.RespDigest(&okResponse)
+	case a == actAck && err == nil && poison:
+		op.Outcome, op.Resp, op.Token = history.Failed, poisonDigest(op.Key), 0 // replay of the stored failure
+	case a == actAck && err == nil:
+		op.Outcome, op.Resp, op.Token = history.Replayed, history.RespDigest(&okResponse), 0
+	case a == actDeadLetter && st.ran && idem.IsPermanent(err) && poison:
+		op.Outcome, op.Resp = history.Failed, poisonDigest(op.Key)
+	case errors.Is(err, idem.ErrFingerprintMismatch):
+		op.Outcome = history.Mismatch
+	case errors.Is(err, idem.ErrInvalidKey):
+		op.Outcome = history.Error
+	case errors.Is(err, idem.ErrInProgress):
+		op.Outcome, op.Token = history.InProgress, 0
+	case errors.Is(err, idem.ErrLeaseLost):
+		op.Outcome = history.LeaseLost
+	default:
+		op.Outcome, op.Return = history.Unknown, history.NoReturn
+	}
+}

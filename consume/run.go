@@ -1,0 +1,301 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idembench/idembench/backends/memstore"
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/workload"
+)
+
+// Result is a checked consumer run.
+type Result struct {
+	// History is the recorded run: one call op per processed delivery,
+	// one effect op per effect attempt, fault windows.
+	History *history.History
+	// Report is the checker's verdict on History, as for `idembench run`.
+	Report checker.Report
+	// Stats are the message-level figures of the run.
+	Stats Stats
+	// Resources names the queues or streams the run created; Run removed
+	// them before returning.
+	Resources []string
+}
+
+// runner is one run in progress: the coordinator of its consumers.
+type runner struct {
+	cfg        *Config
+	plan       *plan
+	b          broker
+	n          *node // in-process consumers
+	runID      string
+	procs      procs // worker processes
+	store      idem.Store
+	sink       workload.LedgerKeeper
+	recoverer  workload.Recoverer
+	rec        *history.Recorder
+	now        func() int64
+	stop       chan struct{} // closed when the run ends: pauses give up
+	closeStore func()        // closes a store the run created, or nil
+	wg         sync.WaitGroup
+	drainedAt  time.Time // when drive returned: the end of Stats.Duration
+
+	consumers atomic.Int64
+	settled   atomic.Int64 // acks and dead-letters that went through
+	pausing   atomic.Int64 // consumers paused right now
+	c         counters
+	mu        sync.Mutex
+	published map[string]int64 // first publish time per key
+	effected  map[string]int64 // first applied effect per key
+}
+
+// Run publishes the configured messages with duplicates to a fresh queue
+// (RabbitMQ) or stream (NATS), consumes them with Config.Consumers
+// consumers under the configured faults until every copy is acked or
+// dead-lettered, checks the recorded history with the checker and removes
+// what it created, also when ctx is cancelled. An invalid Config wraps
+// ErrConfig, an unreachable broker ErrBroker; a run that does not drain
+// within Config.Timeout returns its checked Result and ErrNotDrained. A
+// cancelled ctx returns ctx.Err() and a Result that holds only Resources
+// (removed all the same).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = history.Now
+	}
+	runID := "r" + strconv.FormatInt(time.Now().UnixNano()%1e12, 36) + "s" + strconv.FormatInt(cfg.Seed, 10)
+	r := &runner{cfg: &cfg, plan: newPlan(&cfg, runID), runID: runID, rec: history.NewRecorder(), now: cfg.Now,
+		stop: make(chan struct{}), published: map[string]int64{}, effected: map[string]int64{},
+		procs: procs{live: map[int]*proc{}}}
+	if err := r.setupEngine(); err != nil {
+		return nil, err
+	}
+	defer r.closeEngine()
+	b, err := openBroker(ctx, &cfg, runID, true)
+	if err != nil {
+		return nil, err
+	}
+	r.b, r.n.b = b, b
+	start := time.Now()
+	drainErr := r.drive(ctx)
+	r.drainedAt = time.Now()
+	close(r.stop)
+	r.stopWorkers()
+	r.wg.Wait()
+	if drainErr == nil {
+		r.probe(ctx)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	dead, dlErr := b.deadLettered(cctx)
+	closeErr := b.close(cctx)
+	cancel()
+	if ctx.Err() != nil {
+		return &Result{Resources: b.resources()}, errors.Join(ctx.Err(), closeErr)
+	}
+	if closeErr != nil {
+		return nil, fmt.Errorf("%w: cleanup: %v", ErrBroker, closeErr)
+	}
+	res := r.result(start, b.resources())
+	res.Stats.DeadLettered = dead
+	return res, errors.Join(drainErr, dlErr)
+}
+
+// openBroker opens the run's queues or streams, as their owner or not
+// (see newRabbit and newNATS).
+func openBroker(ctx context.Context, cfg *Config, run string, owner bool) (broker, error) {
+	if cfg.Broker == RabbitMQ {
+		return newRabbit(ctx, cfg, run, owner)
+	}
+	return newNATS(ctx, cfg, run, owner)
+}
+
+// setupEngine builds the sink, the store and the in-process node.
+func (r *runner) setupEngine() error {
+	sinkName := r.cfg.Sink
+	if r.cfg.BrokerOnly {
+		sinkName = workload.SinkPlain
+	}
+	sink, err := workload.NewSink(sinkName)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	r.sink = sink
+	if r.cfg.Recovery && !r.cfg.BrokerOnly {
+		r.recoverer = sink.(workload.Recoverer)
+	}
+	r.n = &node{co: r, latency: r.cfg.Latency, now: r.now, ended: r.consumerEnded, batch: r.cfg.Batch, linger: r.cfg.BatchLinger}
+	if r.cfg.BrokerOnly {
+		return nil
+	}
+	r.store = r.cfg.Store
+	if r.store == nil {
+		ms := memstore.New(memstore.Options{})
+		r.store, r.closeStore = ms, func() { ms.Close() }
+	}
+	r.n.newEngine(r.store, r.cfg.LeaseTTL, r.cfg.Recovery)
+	return nil
+}
+
+// startConsumer starts a new in-process consumer (a new id, its own
+// channel or subscription). With restartAfter > 0 it restarts itself once
+// after that many deliveries.
+func (r *runner) startConsumer(ctx context.Context, restartAfter int) {
+	id := int(r.consumers.Add(1) - 1)
+	r.wg.Go(func() { r.n.consume(ctx, id, restartAfter) })
+}
+
+// consumerEnded replaces an in-process consumer that crashed or
+// restarted.
+func (r *runner) consumerEnded(ctx context.Context, id int, crashed bool) {
+	if !crashed {
+		r.c.restarts.Add(1)
+	}
+	r.startConsumer(ctx, 0)
+}
+
+// drive starts the consumers, publishes, and waits until every copy is
+// settled and the broker is drained, the timeout passes or ctx ends.
+func (r *runner) drive(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	restartAfter := max(1, len(r.plan.order)/(2*r.cfg.Consumers))
+	for i := range r.cfg.Consumers {
+		if r.cfg.Processes {
+			if err := r.startWorker(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		after := 0
+		if i < r.cfg.Faults.Restarts {
+			after = restartAfter
+		}
+		r.startConsumer(ctx, after)
+	}
+	deadline := time.Now().Add(r.cfg.Timeout)
+	pubErr := make(chan error, 1)
+	go func() { pubErr <- r.publishAll(ctx) }()
+	published := false
+	// A settle whose confirmation was lost (an ack during a server
+	// restart) is not counted although the broker took it: once the
+	// broker has held nothing for grace, the run is over all the same.
+	grace := 2*r.cfg.AckWait + r.cfg.LeaseTTL + time.Second
+	var drainedSince time.Time
+	for {
+		select {
+		case err := <-pubErr:
+			if err != nil {
+				return err
+			}
+			published = true
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if published && r.pausing.Load() == 0 {
+			ok, err := r.b.drained(ctx)
+			switch {
+			case err != nil || !ok:
+				drainedSince = time.Time{}
+			case r.settled.Load() >= int64(len(r.plan.order)):
+				return nil
+			case drainedSince.IsZero():
+				drainedSince = time.Now()
+			case time.Since(drainedSince) > grace:
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %d of %d copies settled after %s", ErrNotDrained, r.settled.Load(), len(r.plan.order), r.cfg.Timeout)
+		}
+	}
+}
+
+// publishAll publishes the plan's copies in order, retrying failed
+// publishes (a retry may duplicate a publish that happened), and restarts
+// the private server halfway when the run has that fault.
+func (r *runner) publishAll(ctx context.Context) error {
+	rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), 0x7075626c))
+	for i, mi := range r.plan.order {
+		if r.cfg.Faults.ServerRestart && i == len(r.plan.order)/2 {
+			go r.restartServer(ctx)
+		}
+		if r.cfg.Processes && r.restartDue(i) {
+			r.restartWorker()
+		}
+		m := &r.plan.msgs[mi]
+		body := m.body()
+		for attempt := 0; ; attempt++ {
+			r.mu.Lock()
+			if _, ok := r.published[m.Key]; !ok {
+				r.published[m.Key] = r.now()
+			}
+			r.mu.Unlock()
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err := r.b.publish(pctx, m.Key, body)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.c.publishRetries.Add(1)
+			time.Sleep(time.Duration(20+rng.IntN(80)) * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func (r *runner) restartServer(ctx context.Context) {
+	start := r.now()
+	err := r.b.restartServer(ctx)
+	label := "restart nats-server (SIGTERM, start on the same store)"
+	if err != nil {
+		label += ": " + err.Error()
+	}
+	r.c.serverRestarts.Add(1)
+	r.rec.Record(history.Op{Kind: history.KindFault, Client: -1, Worker: -1, Call: start, Return: r.now(), Label: label})
+}
+
+func (r *runner) noteEffect(key string, at int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.effected[key]; !ok {
+		r.effected[key] = at
+	}
+}
+
+// closeEngine waits for the engine's heartbeat goroutine and closes a
+// store the run created.
+func (r *runner) closeEngine() {
+	if r.n != nil && r.n.engine != nil {
+		r.n.engine.Close()
+	}
+	if r.closeStore != nil {
+		r.closeStore()
+	}
+}
+
+// restartDue reports whether a worker restart is due before publishing
+// copy i: the restarts are spread evenly over the publishing.
+func (r *runner) restartDue(i int) bool {
+	n := r.cfg.Faults.Restarts
+	for j := 1; j <= n; j++ {
+		if i == j*len(r.plan.order)/(n+1) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,124 @@
+package engines
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idembench/idembench/backends/memstore"
+	"github.com/idembench/idembench/backends/pgstore"
+	"github.com/idembench/idembench/backends/redisstore"
+	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/workload"
+	"github.com/idembench/idembench/workload/pgsink"
+)
+
+// RedisPrefix starts every Redis key of the reference engine's store.
+const RedisPrefix = "idembench"
+
+// PostgresTable is the reference engine's records table, apart from any
+// application's.
+const PostgresTable = pgsink.DefaultTable
+
+// Pool sizes: every client may hold a connection.
+const (
+	redisMinPool = 64
+	pgMinConns   = 32
+)
+
+// Reference returns the reference engine, harness.ReferenceEngine: package
+// idem on memstore, redisstore or pgstore, with a transactional mode on
+// PostgreSQL (pgstore.DoTx through pgsink.TxSink).
+func Reference() harness.Engine {
+	return harness.Engine{Name: harness.ReferenceEngine, Open: openReference, OpenTxSink: openTxSink, Purge: purgeRun}
+}
+
+func openReference(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {
+	switch env.Backend {
+	case harness.Redis:
+		return openRedis(ctx, env)
+	case harness.Postgres:
+		return openPostgres(ctx, env)
+	}
+	st := memstore.New(memstore.Options{Clock: env.Clock})
+	return st, closerFunc(func() error { st.Close(); return nil }), nil
+}
+
+func openTxSink(ctx context.Context, env harness.Env) (workload.TxSink, io.Closer, error) {
+	if env.Backend != harness.Postgres {
+		return nil, nil, harness.ConfigError("sink tx (Postgres transactional mode) needs backend postgres")
+	}
+	s, err := pgsink.OpenTx(ctx, env.URL, pgsink.Options{Table: PostgresTable})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s, nil
+}
+
+// openRedis connects to env.URL and checks that the server answers. A
+// server that may evict keys (maxmemory-policy other than noeviction) is
+// used all the same, with a warning: the harness is there to show what that
+// does.
+func openRedis(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {
+	client, sopts, err := redisClient(env.URL)
+	if err != nil {
+		return nil, nil, harness.ConfigError("redis URL: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		client.Close()
+		return nil, nil, fmt.Errorf("redis unreachable at %s: %w", harness.RedactURL(env.URL), err)
+	}
+	sopts.Prefix = RedisPrefix
+	st, err := redisstore.New(client, sopts)
+	if err != nil {
+		client.Close()
+		return nil, nil, harness.ConfigError("redis: %w", err)
+	}
+	if err := st.CheckConfig(pctx); err != nil {
+		env.Warn("redis: " + err.Error())
+	}
+	return st, client, nil
+}
+
+// openPostgres connects to env.URL, checks the server answers, migrates
+// the records table and starts the sweeper.
+func openPostgres(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {
+	cfg, err := pgxpool.ParseConfig(env.URL)
+	if err != nil {
+		return nil, nil, harness.ConfigError("postgres URL: %w", err)
+	}
+	cfg.MaxConns = max(cfg.MaxConns, pgMinConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("postgres unreachable at %s: %w", harness.RedactURL(env.URL), err)
+	}
+	st, err := pgstore.New(pool, pgstore.Options{Table: PostgresTable})
+	if err != nil {
+		pool.Close()
+		return nil, nil, harness.ConfigError("postgres: %w", err)
+	}
+	if err := st.Migrate(pctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	// Rows of earlier runs expire after the engine's retention; the
+	// sweeper deletes them while this run goes on.
+	stop := st.StartSweeper(context.WithoutCancel(ctx))
+	return st, closerFunc(func() error { stop(); pool.Close(); return nil }), nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }

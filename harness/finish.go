@@ -1,0 +1,103 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/workload"
+)
+
+// Finish completes a run whose history o holds (one process, or merged
+// from worker processes): it adds the backend fault windows, checks the
+// history, measures it and writes the run directory when the spec has an
+// Out (history.jsonl first, before the check). It fills in o's Report, Summary, Seed, Warning, Recovery and Dir.
+func (p *Prepared) Finish(o *Outcome) (*Outcome, error) {
+	sp := p.Spec
+	h := o.History
+	h.Ops = append(h.Ops, p.Faults.Windows()...)
+	history.SortByCall(h.Ops)
+	o.Seed, o.Warning, o.Recovery = sp.Overrides.Seed, p.Warning(), p.Recovery
+	copts := checker.Options{Timeout: sp.CheckTimeout}
+	if sp.Out != "" {
+		copts.VisualizeDir = filepath.Join(sp.Out, "violations")
+	}
+	if sp.Out != "" { // first: a run interrupted during its check keeps its history
+		if err := WriteHistory(sp.Out, h); err != nil {
+			return o, ConfigError("run directory: %w", err)
+		}
+	}
+	o.Report = checker.Check(h, copts)
+	ropts := reports.Options{ReplayCommand: o.Replay}
+	if !sp.Thresholds.IsZero() {
+		ropts.Thresholds = &sp.Thresholds
+	}
+	if sp.Out == "" {
+		o.Summary = reports.NewSummary(reports.Measure(h, ropts.MeasureOptions), &o.Report, ropts)
+		return o, nil
+	}
+	var err error
+	if o.Summary, err = reports.WriteRunReport(sp.Out, h, o.Report, ropts); err != nil {
+		return o, ConfigError("run directory: %w", err)
+	}
+	o.Dir = sp.Out
+	return o, nil
+}
+
+// WriteHistory saves h as dir/history.jsonl (reports.WriteRunReport
+// writes the rest of a run directory).
+func WriteHistory(dir string, h *history.History) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, reports.HistoryFile))
+	if err != nil {
+		return err
+	}
+	if err := history.Encode(f, h); err != nil {
+		f.Close()
+		return fmt.Errorf("write history: %w", err)
+	}
+	return f.Close()
+}
+
+// ReplayCommand returns the idembench command line that repeats the run
+// of sp with the effective workload cfg: --recovery when
+// cfg.Engine.Recovery is on, else --no-recovery (whether it was turned
+// off or the sink cannot answer recovery lookups).
+func ReplayCommand(sp Spec, cfg workload.Config) string {
+	args := []string{"idembench", "run",
+		"--scenario", ShellQuote(sp.ScenarioName),
+		"--backend", string(sp.Backend),
+		"--engine", sp.Engine.Name,
+		"--sink", sp.Sink,
+	}
+	if cfg.Engine.Recovery { // what ran, not what was asked: a plain sink turns it off
+		args = append(args, "--recovery")
+	} else {
+		args = append(args, "--no-recovery")
+	}
+	args = append(args,
+		"--seed", strconv.FormatInt(sp.Overrides.Seed, 10),
+		"--duration", cfg.Duration.String(),
+		"--clients", strconv.Itoa(cfg.Clients),
+		"--rate", strconv.FormatFloat(cfg.Rate, 'g', -1, 64),
+	)
+	if sp.Faults != nil {
+		args = append(args, sp.Faults.ReplayArgs...)
+	}
+	return strings.Join(args, " ")
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,147 @@
+// Package multiproc runs the clients of one harness run in several worker
+// processes that drive the backend with the same keys, so that a key's
+// holder and its successor are in different processes. The scenario's
+// crashes become real SIGKILLs (the worker kills itself at the crash point
+// after saving its history stream; the coordinator starts a new
+// incarnation), its pauses SIGSTOP/SIGCONT of a whole worker process
+// (heartbeat goroutines stop too), aimed: the worker asks the coordinator
+// to stop it right after an effect, before its completion (pause.go).
+// Effects go to a sink whose ledger lives
+// in the backend (workload/redissink, workload/pgsink, or the engine's
+// transactional sink). Each incarnation writes its own history stream; the
+// coordinator merges them, adds the effects whose acknowledgement died with
+// a worker from the backend ledger, and checks the whole with the harness.
+//
+// The worker processes run a program that calls Worker with the spec the
+// coordinator passes (the idembench CLI's hidden "worker" subcommand does).
+package multiproc
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/workload"
+)
+
+// Options configure Run. The zero value runs this program's "worker
+// --spec SPEC" subcommand.
+type Options struct {
+	// Command returns the command that runs one worker process with the
+	// given JSON spec, which it must pass to Worker. Nil means this
+	// executable with the arguments "worker", "--spec", spec. Run puts the
+	// worker's control pipe first in the command's ExtraFiles (descriptors
+	// 3 and 4); any the command sets come after.
+	Command func(spec string) (*exec.Cmd, error)
+}
+
+func (o Options) command(spec string) (*exec.Cmd, error) {
+	if o.Command != nil {
+		return o.Command(spec)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return exec.Command(exe, "worker", "--spec", spec), nil
+}
+
+// workerSpec is what the coordinator tells one worker process (one
+// incarnation of worker Index) to do.
+type workerSpec struct {
+	Engine   string            `json:"engine"`
+	Backend  harness.Backend   `json:"backend"`
+	URL      string            `json:"url,omitempty"`
+	SinkURL  string            `json:"sink_url,omitempty"`
+	Sink     string            `json:"sink"`
+	Recovery bool              `json:"recovery"`
+	Scenario string            `json:"scenario"`
+	Over     harness.Overrides `json:"overrides"`
+	// ClientBase offsets the worker's client ids; Prefix is the run's.
+	ClientBase int            `json:"client_base"`
+	Prefix     string         `json:"prefix"`
+	Header     history.Header `json:"header"`
+	// Out is the file the worker writes its history stream to: at the end
+	// of its run, or right before it kills itself at a crash point.
+	Out string `json:"out"`
+	// Crash, when set, is the crash fault of this incarnation.
+	Crash *chaos.Fault `json:"crash,omitempty"`
+	// Pauses, when any, are this incarnation's aimed pauses; its control
+	// pipe is then its descriptors 3 and 4 (pause.go).
+	Pauses []aimedPause `json:"pauses,omitempty"`
+	Index  int          `json:"index"`
+	// ClientTimeout, when positive, replaces the scenario's client timeout
+	// (a run with network faults).
+	ClientTimeout time.Duration `json:"client_timeout,omitempty"`
+}
+
+// Run runs sp with its clients spread over workers processes and returns
+// the checked outcome, as harness.Run does for one process. The backend
+// must be Redis or PostgreSQL (effects must outlive a worker). Errors wrap
+// harness.ErrConfig or harness.ErrEnvironment, or are ctx's.
+func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harness.Outcome, error) {
+	switch {
+	case workers <= 0:
+		return nil, harness.ConfigError("workers: want at least one, got %d", workers)
+	case !sp.Backend.Persistent():
+		return nil, harness.ConfigError("worker processes need backend redis or postgres (effects must outlive a worker)")
+	}
+	p, err := harness.Prepare(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if p.Config.Completer.Count > 0 {
+		return nil, harness.ConfigError("scenario %s runs completers, which run in one process only: leave out --workers", p.Spec.ScenarioName)
+	}
+	// The coordinator opens the sink too: a usage or environment error
+	// is reported before any worker starts, and the ledger is read
+	// through it after the run.
+	sink, closeSink, err := openSink(ctx, p.Spec.Engine, p.Spec.Sink, p.Env, p.SinkURL)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSink()
+	cfg := p.Config
+	cfg.Sink = sink
+	cfg.Engine.Recovery = p.Recovery
+	if cfg, err = workload.Check(cfg); err != nil {
+		return nil, harness.ConfigError("%w", err)
+	}
+	dir, err := makeTempDir()
+	if err != nil {
+		return nil, harness.EnvironmentError(err)
+	}
+	defer os.RemoveAll(dir)
+	hdr := p.Header(cfg)
+	hdr.Options["workers"] = strconv.Itoa(workers)
+	co := newCoordinator(p, cfg, hdr, workers, dir, opts)
+	stopWatch := watch(p.Spec.Progress, dir, cfg.Duration)
+	streams, err := co.run(ctx, cfg.Duration)
+	stopWatch()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Faults.Err(); err != nil {
+		return nil, harness.EnvironmentError(err)
+	}
+	h, stats, err := co.assemble(ctx, streams, sink, hdr)
+	if err != nil {
+		return nil, err
+	}
+	p.Purge(ctx)
+	o := &harness.Outcome{History: h, Ledger: stats, Duration: cfg.Duration, Clients: co.base.Over.Clients * workers,
+		Replay: harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers)}
+	return p.Finish(o)
+}
+
+func marshal(ws workerSpec) (string, error) {
+	b, err := json.Marshal(ws)
+	return string(b), err
+}

@@ -1,0 +1,107 @@
+package matrix
+
+import (
+	"testing"
+
+	"github.com/idembench/idembench/chaos/backendfault"
+	"github.com/idembench/idembench/harness"
+)
+
+// TestExpectations pins the expected verdicts to VERIFICATION.md's safety
+// matrix, with the backend-restart column spelled out.
+func TestExpectations(t *testing.T) {
+	cases := []struct {
+		config   Config
+		fault    Fault
+		variant  string
+		want     string
+		byChance bool
+	}{
+		{Plain, Crash, "", Unsafe, false},
+		{Plain, Pause, "", Unsafe, false},
+		{Plain, Pause, Processes, Unsafe, false},
+		{Plain, Dup, "", Safe, false},
+		{Plain, Net, "", Unsafe, false},
+		{Fenced, Net, "", Unsafe, false},
+		{Recovery, Net, "", Safe, false},
+		{Fenced, Restart, RedisAOF, Unsafe, false},
+		{Fenced, Restart, PostgresCrash, Unsafe, false},
+		{Plain, Restart, RedisNone, Unsafe, false},
+		{Fenced, Crash, "", Unsafe, false},
+		{Fenced, Crash, Processes, Unsafe, false},
+		{Fenced, Pause, "", Safe, false},
+		{Fenced, Pause, Processes, Unsafe, false},
+		{Recovery, Pause, Processes, Safe, false},
+		{Recovery, Crash, "", Safe, false},
+		{Recovery, Restart, RedisNone, Unsafe, false},
+		{Recovery, Restart, RedisAOF, Safe, false},
+		{Recovery, Restart, PostgresCrash, Safe, false},
+		{Tx, Crash, "", Safe, false},
+		{Tx, Pause, "", Safe, false},
+		{Tx, Restart, PostgresCrash, Safe, false},
+		{Recovery, Failover, string(backendfault.RedisSentinel), Unsafe, false},
+		{Plain, Failover, string(backendfault.RedisSentinel), Unsafe, false},
+		{Recovery, Failover, string(backendfault.RedisWait), Safe, false},
+		{Fenced, Failover, string(backendfault.RedisWait), Unsafe, true},
+		{Plain, Failover, string(backendfault.PostgresSync), Unsafe, true},
+		{Recovery, Failover, string(backendfault.RedisCluster), Unsafe, false},
+		{Fenced, Failover, string(backendfault.RedisCluster), Unsafe, false},
+		{Recovery, Failover, string(backendfault.PostgresAsync), Unsafe, false},
+		{Recovery, Failover, string(backendfault.PostgresSync), Safe, false},
+		{Tx, Failover, string(backendfault.PostgresAsync), Unsafe, false},
+		{Tx, Failover, string(backendfault.PostgresSync), Safe, false},
+	}
+	for _, c := range cases {
+		got, byChance := expect(c.config, c.fault, c.variant)
+		if got != c.want || byChance != c.byChance {
+			t.Errorf("%s × %s %s: expected %s (by chance %t), want %s (by chance %t)", c.config, c.fault, c.variant, got, byChance, c.want, c.byChance)
+		}
+	}
+}
+
+func TestCells(t *testing.T) {
+	all := []harness.Backend{harness.Memory, harness.Redis, harness.Postgres}
+	cases := []struct {
+		quick    bool
+		backends []harness.Backend
+		want     int
+	}{
+		{true, all, 24},
+		{true, []harness.Backend{harness.Memory}, 9},
+		{false, all, 78},
+	}
+	for _, c := range cases {
+		cells := Cells(c.quick, c.backends, Servers{})
+		if len(cells) != c.want {
+			t.Errorf("quick %t on %v: %d cells, want %d", c.quick, c.backends, len(cells), c.want)
+		}
+		for _, cell := range cells {
+			if cell.Config == Tx && cell.Backend != harness.Postgres {
+				t.Errorf("tx cell on %s", cell.Backend)
+			}
+			if (cell.Fault == Failover) != (cell.failover != "") || cell.failover != "" && string(cell.Backend) != cell.failover.Backend() {
+				t.Errorf("%s × %s %s: failover %q on %s", cell.Config, cell.Fault, cell.Variant, cell.failover, cell.Backend)
+			}
+			if cell.Variant == Processes && cell.workers == 0 {
+				t.Errorf("%s × %s: a worker-process cell without workers", cell.Config, cell.Fault)
+			}
+		}
+	}
+}
+
+func TestStatus(t *testing.T) {
+	cases := []struct {
+		cell Cell
+		want string
+	}{
+		{Cell{Observed: NotRun}, "-"},
+		{Cell{Observed: Safe, Expected: Safe, Match: true}, "yes"},
+		{Cell{Observed: Safe, Expected: Unsafe, Missed: true}, "missed"},
+		{Cell{Observed: Unsafe, Expected: Safe}, "NO"},
+	}
+	for _, c := range cases {
+		if got := c.cell.Status(); got != c.want {
+			t.Errorf("%+v: status %q, want %q", c.cell, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/reports"
+)
+
+// checkCmd is `idembench check`.
+type checkCmd struct {
+	Path      string        `arg:"" help:"A run directory (holding history.jsonl) or a history file." placeholder:"DIR|FILE"`
+	Timeout   time.Duration `help:"Budget of the linearizability check; when it runs out the verdict is inconclusive." default:"30s"`
+	Visualize string        `help:"Directory for the Porcupine HTML of failing keys (default: <run dir>/violations for a run directory; none for a file)." placeholder:"DIR"`
+}
+
+func (c *checkCmd) Run(ctx context.Context, std stdio, g *globals) error {
+	file, vis := c.Path, c.Visualize
+	fi, err := os.Stat(c.Path)
+	if err != nil {
+		return usage("%v", err)
+	}
+	if fi.IsDir() {
+		file = filepath.Join(c.Path, "history.jsonl")
+		if vis == "" {
+			vis = filepath.Join(c.Path, "violations")
+		}
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return usage("%v", err)
+	}
+	h, err := history.Decode(f)
+	f.Close()
+	if err != nil {
+		return usage("%s: %v", file, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rep := checker.Check(h, checker.Options{Timeout: c.Timeout, VisualizeDir: vis})
+	s := reports.NewSummary(reports.Measure(h, reports.MeasureOptions{}), &rep, reports.Options{})
+	hd := h.Header
+	text := textOut(std, g)
+	fmt.Fprintf(text, "idembench check: %s\n", file)
+	fmt.Fprintf(text, "run: scenario %s · backend %s · engine %s · seed %d · %s\n", hd.Scenario, hd.Backend, hd.Engine, hd.Seed, hd.Tool)
+	printCounts(text, s, h)
+	fmt.Fprintf(text, "effects: %d\n", s.Counts.Effects)
+	printLatency(text, s)
+	printVerdict(text, rep)
+	if err := writeSummaryJSON(std, g, s); err != nil {
+		return err
+	}
+	return verdictError(string(rep.Verdict))
+}
+
+// Help is the detailed help of `idembench check --help`, with examples.
+func (c *checkCmd) Help() string {
+	return `Re-checks a saved history offline and prints the verdict; the exit code
+is the verdict's (0 ok, 1 violation, 3 inconclusive).
+
+Examples:
+
+    idembench check idembench-out/20260101-120000.000
+    idembench check run/history.jsonl --timeout 2m
+    idembench check --json out/run | jq '.violations[]'`
+}

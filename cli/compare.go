@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/scenarios"
+)
+
+// compareCmd is `idembench compare`.
+type compareCmd struct {
+	Dirs     []string `arg:"" optional:"" help:"Saved run directories to compare instead of running (each holding summary.json or history.jsonl)." placeholder:"RUN-DIR"`
+	Backends []string `help:"Store backends to run, in order: memory, redis, postgres." default:"memory" sep:","`
+	Sinks    []string `help:"Effect sinks to run: plain, fenced, tx." default:"fenced" sep:","`
+	Engines  []string `help:"Engines to run (this binary: ${engines}); an engine runs only on the backends it supports (the known-bad designs: memory)." default:"idem" sep:","`
+	Recovery bool     `help:"Install the engine's recovery hook in every run." default:"true" negatable:""`
+	Out      string   `help:"Directory for compare.md, the overlaid plots and one run directory per configuration (default: ./idembench-out/compare-<timestamp>)." placeholder:"DIR"`
+	workloadFlags
+	thresholdFlags // applied to every run
+}
+
+// compareConfig is one configuration of a comparison.
+type compareConfig struct {
+	Backend, Sink string
+	Engine        harness.Engine
+}
+
+// compareResult is one configuration's outcome: a run, or why there is none.
+type compareResult struct {
+	Label string
+	Dir   string
+	Run   *reports.Run // nil when the run did not happen
+	Code  int          // the run's exit code
+	Err   error        // why the run failed or was skipped
+}
+
+func (c *compareCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Registry) error {
+	// stdout holds the table (or its JSON) alone; what happens on the way
+	// goes to stderr.
+	text := std.err
+	var results []compareResult
+	var out string
+	var err error
+	if len(c.Dirs) > 0 {
+		results, out, err = c.load()
+	} else {
+		results, out, err = c.runAll(ctx, std, text, g, reg)
+	}
+	if err != nil {
+		return err
+	}
+	var runs []reports.Run
+	for _, r := range results {
+		if r.Run != nil {
+			runs = append(runs, *r.Run)
+		}
+	}
+	cmp, err := reports.WriteComparison(out, runs)
+	if err != nil {
+		return usage("--out: %v", err)
+	}
+	code := exitOK
+	for _, r := range results {
+		code = worseExit(code, r.Code)
+	}
+	if g.JSON {
+		if err := writeJSON(std.out, comparisonJSON(cmp, results, out, code)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(std.out, cmp.Text())
+	}
+	for _, r := range results {
+		if r.Run == nil && r.Err != nil {
+			fmt.Fprintf(text, "%s: not run: %s\n", r.Label, firstLine(r.Err.Error()))
+		}
+	}
+	fmt.Fprintf(text, "comparison: %s (%s, %s.png/.svg, %s.png/.svg)\n", out, reports.CompareMarkdownFile, reports.CompareLatencyPlot, reports.CompareThroughputPlot)
+	if code != exitOK {
+		return codeError(code, compareErr(results))
+	}
+	return nil
+}
+
+// load reads the saved runs named on the command line.
+func (c *compareCmd) load() ([]compareResult, string, error) {
+	out := c.Out
+	if out == "" {
+		out = filepath.Join("idembench-out", "compare-"+time.Now().Format("20060102-150405.000"))
+	}
+	var results []compareResult
+	for _, dir := range c.Dirs {
+		run, err := reports.LoadRun("", dir)
+		if err != nil {
+			return nil, "", usage("%v", err)
+		}
+		results = append(results, compareResult{Label: run.Label, Dir: dir, Run: &run, Code: exitCode(verdictError(run.Summary.Verdict))})
+	}
+	return results, out, nil
+}
+
+// configs lists the configurations to run: every backend × sink × engine,
+// in the order given, without an engine on a backend it does not support.
+func (c *compareCmd) configs(reg *harness.Registry) ([]compareConfig, []compareResult, error) {
+	var cfgs []compareConfig
+	var skipped []compareResult
+	for _, b := range c.Backends {
+		if _, err := harness.ParseBackend(b); err != nil {
+			return nil, nil, usage("--backends: %q is not memory, redis or postgres", b)
+		}
+		for _, name := range c.Engines {
+			e, err := reg.Lookup(name)
+			if err != nil {
+				return nil, nil, usage("--engines: %v", err)
+			}
+			for _, s := range c.Sinks {
+				if !slices.Contains([]string{"plain", "fenced", "tx"}, s) {
+					return nil, nil, usage("--sinks: %q is not plain, fenced or tx", s)
+				}
+				cfg := compareConfig{Backend: b, Sink: s, Engine: e}
+				if !e.Supports(harness.Backend(b)) {
+					skipped = append(skipped, compareResult{Label: c.label(cfg), Err: fmt.Errorf("%s runs on %v only", name, e.Backends)})
+					continue
+				}
+				cfgs = append(cfgs, cfg)
+			}
+		}
+	}
+	if len(cfgs) == 0 {
+		return nil, nil, usage("--backends, --sinks and --engines leave nothing to run")
+	}
+	return cfgs, skipped, nil
+}
+
+// label names a configuration: its backend, then its engine and sink when
+// they vary (or the engine when it is not idem).
+func (c *compareCmd) label(cfg compareConfig) string {
+	parts := []string{cfg.Backend}
+	if len(c.Engines) > 1 || cfg.Engine.Name != harness.ReferenceEngine {
+		parts = append(parts, cfg.Engine.Name)
+	}
+	if len(c.Sinks) > 1 {
+		parts = append(parts, cfg.Sink)
+	}
+	return strings.Join(parts, " ")
+}
+
+// runAll runs the scenario once per configuration, one after the other,
+// each into its own directory under the output directory.
+func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *globals, reg *harness.Registry) ([]compareResult, string, error) {
+	sc, seed, err := c.resolve(c.thresholdFlags)
+	if err != nil {
+		return nil, "", err
+	}
+	cfgs, skipped, err := c.configs(reg)
+	if err != nil {
+		return nil, "", err
+	}
+	out := c.Out
+	if out == "" {
+		out = filepath.Join("idembench-out", "compare-"+time.Now().Format("20060102-150405.000"))
+	}
+	fmt.Fprintf(text, "idembench compare: scenario %s · seed %d · %d configurations · out %s\n", sc.Name, seed, len(cfgs), out)
+	var results []compareResult
+	for i, cfg := range cfgs {
+		r := c.runOne(ctx, std, text, g, sc, cfg, seed, out, fmt.Sprintf("[%d/%d]", i+1, len(cfgs)))
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		results = append(results, r)
+	}
+	return append(results, skipped...), out, nil
+}
+
+// runOne runs one configuration of the comparison.
+func (c *compareCmd) runOne(ctx context.Context, std stdio, text io.Writer, g *globals, sc *scenarios.Scenario, cfg compareConfig, seed int64, out, step string) compareResult {
+	label := c.label(cfg)
+	dir := filepath.Join(out, strings.NewReplacer("/", "-", " ", "_").Replace(label))
+	u := resolveBackendURL(cfg.Backend, c.RedisURL, c.PostgresURL)
+	sp := harness.Spec{
+		Engine: cfg.Engine, Backend: harness.Backend(cfg.Backend), URL: u.url,
+		Scenario: sc, ScenarioName: c.Scenario, Sink: cfg.Sink, NoRecovery: !c.Recovery,
+		Overrides:    c.overrides(seed),
+		Out:          dir,
+		CheckTimeout: c.checkTimeout(),
+		Thresholds:   c.thresholds(sc),
+		Tool:         "idembench " + Version,
+		KeepData:     c.KeepData,
+	}
+	if p := newProgress(std.err, g.NoProgress, step+" "+label); p != nil {
+		sp.Progress = p
+	}
+	o, err := harness.Run(ctx, sp)
+	r := compareResult{Label: label, Dir: dir}
+	if err != nil {
+		err = withBackendHint(err, cfg.Backend, u)
+		r.Err, r.Code = err, exitCode(err)
+		fmt.Fprintf(text, "%s %s: %v\n", step, label, err)
+		return r
+	}
+	run := reports.Run{Label: label, Summary: o.Summary}
+	r.Run, r.Code = &run, exitCode(verdictError(string(o.Report.Verdict)))
+	fmt.Fprintf(text, "%s %s: verdict %s · %.0f calls/s · p99 %s · %s\n", step, label,
+		strings.ToUpper(string(o.Report.Verdict)), o.Summary.ThroughputPerS, msDur(o.Summary.Latency.Overall.P99Ms), dir)
+	for _, m := range missesOf(o.Summary) {
+		fmt.Fprintf(text, "%s %s: threshold missed: %s\n", step, label, m.Reason)
+		if r.Code == exitOK {
+			r.Code = exitThreshold
+		}
+	}
+	return r
+}
+
+// compareErr says which runs failed.
+func compareErr(results []compareResult) string {
+	var bad []string
+	for _, r := range results {
+		switch {
+		case r.Code == exitOK:
+		case r.Code == exitThreshold:
+			bad = append(bad, r.Label+": threshold missed")
+		case r.Run != nil:
+			bad = append(bad, r.Label+": verdict "+r.Run.Summary.Verdict)
+		default:
+			bad = append(bad, r.Label+": not run")
+		}
+	}
+	return strings.Join(bad, "; ")
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// Help is the detailed help of `idembench compare --help`, with examples.
+func (c *compareCmd) Help() string {
+	return `Runs the same scenario with the same seed once per configuration, one
+after the other (every --backends × --engines × --sinks combination), then
+prints the side-by-side table (verdict, violations, calls, throughput,
+error rate, p50/p99/p99.9/max latency) and writes compare.md and the
+overlaid plots compare-latency.png/.svg and compare-throughput.png/.svg
+into --out, with one run directory per configuration (the progress of the
+runs goes to stderr, the table alone to stdout). With run directories
+as arguments it compares those saved runs instead of running.
+
+The exit code is the worst of the runs: 1 if any run has a safety
+violation, else 2 if a configuration could not run, else 5 if a backend
+was unreachable, else 3 if a check was inconclusive, else 4 if a run
+missed a threshold (--max-p99, --min-throughput, --max-error-rate), else 0.
+
+Examples:
+
+    idembench compare --backends memory,redis,postgres --duration 5s --out cmp
+    idembench compare --sinks fenced,plain --scenario gc-pause --duration 2s   # plain is caught: exit 1
+    idembench compare --engines idem,naive/check-then-act --scenario duplicates
+    idembench compare base/run out/run          # two saved runs side by side
+    idembench compare --json --backends memory,redis | jq '.runs[] | {label, p99_ms}'`
+}

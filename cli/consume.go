@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/idembench/idembench/consume"
+	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/reports"
+)
+
+// consumeCmd is `idembench consume`: consumers on a real broker, checked
+// like a run.
+type consumeCmd struct {
+	Broker         string        `help:"Broker: rabbitmq or nats." default:"rabbitmq" enum:"rabbitmq,nats"`
+	URL            string        `help:"Broker URL (default: $IDEM_AMQP_URL or amqp://guest:guest@127.0.0.1:5672/ for rabbitmq, $IDEM_NATS_URL or nats://127.0.0.1:4222 for nats)." placeholder:"URL"`
+	Engine         string        `help:"Engine whose store the consumers use (this binary: ${engines})." default:"idem" placeholder:"NAME"`
+	Backend        string        `help:"Store backend: memory, redis or postgres." default:"memory" enum:"memory,redis,postgres"`
+	RedisURL       string        `help:"Redis URL for --backend redis (default: $IDEM_REDIS_URL, else redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
+	PostgresURL    string        `help:"PostgreSQL URL for --backend postgres (default: $IDEM_POSTGRES_URL, else the docker-compose.yml server)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
+	BrokerOnly     bool          `help:"Consume with no idempotency check: every delivery applies its effect and is acked (the broker alone; expected to fail)."`
+	Sink           string        `help:"Effect sink: fenced or plain." default:"fenced" enum:"fenced,plain"`
+	Recovery       bool          `help:"Install the engine's recovery hook (fenced sink)." default:"true" negatable:""`
+	Messages       int           `help:"Distinct messages to publish." default:"200"`
+	DuplicateRate  float64       `help:"Share of messages the publisher publishes twice (a publisher retry), 0 to 1." default:"0.2"`
+	Consumers      int           `help:"Concurrent consumers." default:"4"`
+	Batch          int           `help:"Pull up to N messages at a time and claim them in one round trip (Engine.ConsumeBatch); 0 or 1: message by message (at most 500)."`
+	BatchLinger    time.Duration `help:"How long a batch waits to fill (default 20ms, at most 1s)." placeholder:"DURATION"`
+	Latency        time.Duration `help:"How long the business handler works before its effect (default 2ms)." placeholder:"DURATION"`
+	CrashBeforeAck int           `help:"Consumers killed after a message's effect and before its ack (aimed)." default:"3"`
+	Pause          int           `help:"Consumers stopped right before an effect, past their lease and the ack wait."`
+	Restarts       int           `help:"Consumer restarts during the run."`
+	ServerRestart  bool          `help:"NATS only: run a private nats-server with file storage and restart it mid-run."`
+	Processes      bool          `help:"Run each consumer in a worker process: crashes are SIGKILLs, pauses SIGSTOPs, restarts SIGTERMs."`
+	Seed           int64         `help:"Seed of duplicates, poison messages and fault targets; 0 picks one (printed)."`
+	Timeout        time.Duration `help:"Bound of the run from the first publish." default:"60s"`
+	Out            string        `help:"Run directory (default: ./idembench-out/consume-<timestamp>)." placeholder:"DIR"`
+	NoSave         bool          `help:"Do not write the run directory." name:"no-save"`
+}
+
+func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harness.Registry) error {
+	if c.DuplicateRate < 0 || c.DuplicateRate > 1 {
+		return usage("--duplicate-rate %g: want 0 to 1", c.DuplicateRate)
+	}
+	cfg := consume.Config{
+		Broker: c.Broker, URL: c.brokerURL(), BrokerOnly: c.BrokerOnly, Sink: c.Sink, Recovery: c.Recovery && c.Sink == "fenced",
+		Messages: c.Messages, DuplicateRate: c.duplicateRate(), Consumers: c.Consumers, Batch: c.Batch, BatchLinger: c.BatchLinger, Latency: c.Latency, Processes: c.Processes, Seed: harness.Seed(c.Seed), Timeout: c.Timeout,
+		Faults: consume.Faults{CrashBeforeAck: c.CrashBeforeAck, Pause: c.Pause, Restarts: c.Restarts, ServerRestart: c.ServerRestart},
+	}
+	if c.Processes {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("%w: %v", harness.ErrEnvironment, err)
+		}
+		cfg.WorkerCommand = func() *exec.Cmd { return exec.Command(exe, "consume-worker") }
+	}
+	if !c.BrokerOnly {
+		closer, err := c.openStore(ctx, reg, &cfg)
+		if err != nil {
+			return err
+		}
+		if closer != nil {
+			defer closer.Close()
+		}
+	}
+	res, err := consume.Run(ctx, cfg)
+	switch {
+	case errors.Is(err, consume.ErrConfig):
+		return usage("%v", err)
+	case errors.Is(err, consume.ErrBroker):
+		return fmt.Errorf("%w: %v", harness.ErrEnvironment, err)
+	case err != nil && !errors.Is(err, consume.ErrNotDrained):
+		return err
+	}
+	out := std.out
+	if g.JSON {
+		out = std.err
+	}
+	if werr := consume.WriteSummary(out, res); werr != nil {
+		return werr
+	}
+	if !c.NoSave {
+		dir := c.Out
+		if dir == "" {
+			dir = filepath.Join("idembench-out", "consume-"+time.Now().Format("20060102-150405.000"))
+		}
+		if _, werr := consume.WriteReport(dir, res, reports.Options{}); werr != nil {
+			return werr
+		}
+		fmt.Fprintln(out, "run directory:", dir)
+	}
+	fmt.Fprintf(out, "replay: idembench consume --broker %s --seed %d%s\n", c.Broker, cfg.Seed, c.replayFlags())
+	if errors.Is(err, consume.ErrNotDrained) {
+		return codeError(exitThreshold, err.Error())
+	}
+	return verdictError(string(res.Report.Verdict))
+}
+
+// duplicateRate is --duplicate-rate for consume.Config, where 0 means the
+// default and a negative rate none.
+func (c *consumeCmd) duplicateRate() float64 {
+	if c.DuplicateRate <= 0 {
+		return -1
+	}
+	return c.DuplicateRate
+}
+
+// brokerURL returns --url or the broker's default.
+func (c *consumeCmd) brokerURL() string {
+	if c.URL != "" {
+		return c.URL
+	}
+	if c.Broker == consume.NATS {
+		return envOr("IDEM_NATS_URL", "nats://127.0.0.1:4222")
+	}
+	return envOr("IDEM_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+}
+
+// openStore opens --engine on --backend for the consumers' store.
+func (c *consumeCmd) openStore(ctx context.Context, reg *harness.Registry, cfg *consume.Config) (io.Closer, error) {
+	eng, err := reg.Lookup(c.Engine)
+	if err != nil {
+		return nil, err
+	}
+	b, err := harness.ParseBackend(c.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if !eng.Supports(b) {
+		return nil, usage("--engine %s does not run on --backend %s", c.Engine, c.Backend)
+	}
+	u := resolveBackendURL(c.Backend, c.RedisURL, c.PostgresURL)
+	env := harness.Env{Backend: b, URL: u.url, Warn: func(string) {}}
+	if b.Persistent() {
+		env.Prefix = fmt.Sprintf("consume%d", time.Now().UnixNano())
+	}
+	st, closer, err := eng.Open(ctx, env)
+	if err != nil {
+		if errors.Is(err, harness.ErrConfig) {
+			return nil, err
+		}
+		return nil, withBackendHint(fmt.Errorf("%w: %v", harness.ErrEnvironment, err), c.Backend, u)
+	}
+	cfg.Store, cfg.StoreName = st, c.Engine+"/"+c.Backend
+	return closer, nil
+}
+
+// replayFlags repeats the flags that shape the run.
+func (c *consumeCmd) replayFlags() string {
+	s := fmt.Sprintf(" --messages %d --duplicate-rate %g --consumers %d --crash-before-ack %d --pause %d --restarts %d --sink %s",
+		c.Messages, max(c.DuplicateRate, 0), c.Consumers, c.CrashBeforeAck, c.Pause, c.Restarts, c.Sink)
+	if !c.Recovery || c.Sink != "fenced" {
+		s += " --no-recovery"
+	}
+	if c.Batch > 1 {
+		s += fmt.Sprintf(" --batch %d", c.Batch)
+		if c.BatchLinger > 0 {
+			s += " --batch-linger " + c.BatchLinger.String()
+		}
+	}
+	if c.Latency > 0 {
+		s += " --latency " + c.Latency.String()
+	}
+	for _, f := range []struct {
+		flag string
+		on   bool
+	}{{" --broker-only", c.BrokerOnly}, {" --server-restart", c.ServerRestart}, {" --processes", c.Processes}} {
+		if f.on {
+			s += f.flag
+		}
+	}
+	if c.Engine != "idem" || c.Backend != "memory" {
+		s += " --engine " + c.Engine + " --backend " + c.Backend
+	}
+	return s
+}
+
+// consumeWorkerCmd is the hidden `idembench consume-worker`: one consumer
+// process of `consume --processes`, served over stdin and stdout.
+type consumeWorkerCmd struct{}
+
+func (consumeWorkerCmd) Run(ctx context.Context) error {
+	return consume.ServeWorker(ctx, os.Stdin, os.Stdout)
+}
+
+// envOr returns the environment variable name, or def when it is empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

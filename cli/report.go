@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/reports"
+)
+
+// reportCmd is `idembench report DIR`.
+type reportCmd struct {
+	Dir     string        `arg:"" help:"A run directory holding history.jsonl (and usually summary.json)." placeholder:"DIR" type:"existingdir"`
+	Recheck bool          `help:"Run the checker again instead of keeping the verdict stored in summary.json; the exit code is then the verdict's."`
+	Timeout time.Duration `help:"Budget of the linearizability check under --recheck; when it runs out the verdict is inconclusive." default:"30s"`
+}
+
+func (c *reportCmd) Run(ctx context.Context, std stdio, g *globals) error {
+	if _, err := os.Stat(filepath.Join(c.Dir, reports.HistoryFile)); err != nil {
+		return usage("report %s: no %s in the directory (%v)", c.Dir, reports.HistoryFile, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	opts := reports.RegenerateOptions{
+		Recheck: c.Recheck,
+		Check:   checker.Options{Timeout: c.Timeout, VisualizeDir: filepath.Join(c.Dir, "violations")},
+	}
+	reg, err := reports.RegenerateRun(c.Dir, opts)
+	if err != nil {
+		return usage("report %s: %v", c.Dir, err)
+	}
+	s := reg.Summary
+	text := textOut(std, g)
+	how := reg.VerdictSource()
+	fmt.Fprintf(text, "idembench report: %s\n", c.Dir)
+	fmt.Fprintf(text, "run: scenario %s · backend %s · engine %s · seed %d\n", s.Scenario, s.Backend, s.Engine, s.Seed)
+	fmt.Fprintf(text, "verdict: %s (%s) · %d calls · %.0f calls/s · p99 %s\n",
+		strings.ToUpper(s.Verdict), how, s.Counts.Calls, s.ThroughputPerS, msDur(s.Latency.Overall.P99Ms))
+	for _, m := range missesOf(s) {
+		fmt.Fprintf(text, "threshold missed: %s\n", m.Reason)
+	}
+	fmt.Fprintf(text, "wrote: %s\n", strings.Join(reportFiles(), ", "))
+	if err := writeSummaryJSON(std, g, s); err != nil {
+		return err
+	}
+	if reg.Rechecked {
+		return verdictError(s.Verdict)
+	}
+	return nil
+}
+
+// reportFiles names the files reports.Regenerate writes.
+func reportFiles() []string {
+	return []string{
+		reports.SummaryFile, reports.MarkdownFile, reports.HTMLFile,
+		reports.LatencyPlot + ".png", reports.LatencyPlot + ".svg",
+		reports.ThroughputPlot + ".png", reports.ThroughputPlot + ".svg",
+		reports.LatencyOverTimePlot + ".png",
+	}
+}
+
+// Help is the detailed help of `idembench report --help`, with examples.
+func (c *reportCmd) Help() string {
+	return `Rebuilds summary.json, report.md, report.html and the plots of a run
+directory from its history.jsonl, for instance after the reports changed.
+The verdict stored in summary.json is kept (the command only re-draws and
+exits 0) unless --recheck runs the checker again, or the directory has no
+summary.json (the history is then checked); the exit code is then the
+verdict's. Thresholds, the replay command and the machine description are
+kept from the stored summary.json.
+
+Examples:
+
+    idembench report idembench-out/20260101-120000.000
+    idembench report --recheck out/run
+    idembench report --json out/run | jq .throughput_per_s`
+}

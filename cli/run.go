@@ -1,0 +1,241 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/harness/multiproc"
+	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/scenarios"
+)
+
+// runCmd is `idembench run`.
+type runCmd struct {
+	Backend  string `help:"Store backend: memory, redis or postgres." default:"memory" enum:"memory,redis,postgres"`
+	Engine   string `help:"Engine under test (this binary: ${engines})." default:"idem" placeholder:"NAME"`
+	Sink     string `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (the engine's transactional mode: Postgres)." default:"fenced" enum:"plain,fenced,tx"`
+	Recovery bool   `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
+	Out      string `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>)." placeholder:"DIR"`
+	NoSave   bool   `help:"Do not write the run directory." name:"no-save"`
+	Workers  int    `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs); 0 runs them in this process."`
+	workloadFlags
+	faultFlags
+	thresholdFlags
+}
+
+// workloadFlags are the flags of run and compare that choose the workload,
+// the servers, the seed and the check. The pointer fields are nil when the
+// flag was left out, so that an explicit zero can be told from it.
+type workloadFlags struct {
+	Scenario     string         `help:"Built-in scenario name or path to a scenario YAML file (built-in: ${scenarios})." default:"default" placeholder:"NAME|FILE"`
+	Duration     *time.Duration `help:"Length of the traffic phase of a run, at most 24h (default: the scenario's)."`
+	Clients      *int           `help:"Concurrent clients, or workers in open loop: 1 to 10000 (default: the scenario's)."`
+	Rate         *float64       `help:"Open loop at this many requests per second, at most 1000000; 0 is closed loop (default: the scenario's)."`
+	Seed         int64          `help:"Seed for the workload and the fault schedule, the same for every run of a command; 0 picks a fresh one (printed)."`
+	RedisURL     string         `help:"Redis URL for --backend redis (default: $IDEM_REDIS_URL, else the docker-compose.yml server redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
+	PostgresURL  string         `help:"PostgreSQL URL for --backend postgres (default: $IDEM_POSTGRES_URL, else the docker-compose.yml server postgres://postgres:postgres@127.0.0.1:5432/test)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
+	CheckTimeout *time.Duration `help:"Budget of the linearizability check of a run, above 0 and at most 1h (default: 30s); when it runs out the verdict is inconclusive."`
+	KeepData     bool           `help:"Keep the run's keys and rows on Redis or PostgreSQL (by default a run deletes its own at the end; idembench clean removes older runs')."`
+}
+
+// defaultCheckTimeout is the check budget when --check-timeout is left out.
+const defaultCheckTimeout = 30 * time.Second
+
+// resolve loads --scenario, applies the workload flags to it through
+// scenarios.Overrides (which checks their limits: an error names the flag)
+// and picks the seed.
+func (w workloadFlags) resolve(th thresholdFlags) (*scenarios.Scenario, int64, error) {
+	sc, err := scenarios.Load(w.Scenario)
+	if err != nil {
+		return nil, 0, usage("--scenario: %w", err)
+	}
+	if !th.valid() {
+		return nil, 0, usage("the thresholds must not be negative (and --max-error-rate at most 1)")
+	}
+	flags := []struct {
+		name string
+		set  bool
+		o    scenarios.Overrides
+	}{
+		{"--duration", w.Duration != nil, scenarios.Overrides{Duration: w.Duration}},
+		{"--clients", w.Clients != nil, scenarios.Overrides{Clients: w.Clients}},
+		{"--rate", w.Rate != nil, scenarios.Overrides{Rate: w.Rate}},
+		{"--check-timeout", w.CheckTimeout != nil, scenarios.Overrides{CheckTimeout: w.CheckTimeout}},
+	}
+	for _, f := range flags {
+		if !f.set {
+			continue
+		}
+		if _, err := sc.Apply(f.o); err != nil {
+			return nil, 0, usage("%s: %w", f.name, err)
+		}
+	}
+	all := scenarios.Overrides{Duration: w.Duration, Clients: w.Clients, Rate: w.Rate, CheckTimeout: w.CheckTimeout}
+	if sc, err = sc.Apply(all); err != nil {
+		return nil, 0, usage("--duration, --clients and --rate together: %w", err)
+	}
+	return sc, harness.Seed(w.Seed), nil
+}
+
+// checkTimeout returns the check budget of --check-timeout.
+func (w workloadFlags) checkTimeout() time.Duration {
+	if w.CheckTimeout == nil {
+		return defaultCheckTimeout
+	}
+	return *w.CheckTimeout
+}
+
+// overrides returns the harness overrides of a scenario resolve returned:
+// the flags are in the scenario already, so only the seed is left.
+func (w workloadFlags) overrides(seed int64) harness.Overrides {
+	return harness.Overrides{Seed: seed}
+}
+
+// thresholdFlags are the performance thresholds of run and compare: a run
+// that misses one exits 4. Each flag that is set replaces the scenario's
+// threshold of the same figure (scenario field thresholds).
+type thresholdFlags struct {
+	MaxP99                   time.Duration `help:"Exit 4 when a run's p99 latency is above this (0: the scenario's, if any)." name:"max-p99"`
+	MinThroughput            float64       `help:"Exit 4 when a run completes fewer calls per second (0: the scenario's, if any)." placeholder:"CALLS/S"`
+	MaxErrorRate             float64       `help:"Exit 4 when a larger fraction of a run's calls ends without a final answer (0: the scenario's, if any)." placeholder:"RATIO"`
+	IgnoreScenarioThresholds bool          `help:"Check only the thresholds given as flags, not the scenario's."`
+}
+
+// valid reports whether no threshold is negative and the error rate is at
+// most 1.
+func (t thresholdFlags) valid() bool {
+	return t.MaxP99 >= 0 && t.MinThroughput >= 0 && t.MaxErrorRate >= 0 && t.MaxErrorRate <= 1
+}
+
+// thresholds returns the thresholds of a run of sc: the scenario's, unless
+// ignored, with every flag that is set in place of the scenario's value.
+func (t thresholdFlags) thresholds(sc *scenarios.Scenario) reports.Thresholds {
+	var th reports.Thresholds
+	if !t.IgnoreScenarioThresholds {
+		st := sc.Thresholds
+		th = reports.Thresholds{MaxP99: st.MaxP99, MinThroughput: st.MinThroughput, MaxErrorRate: st.MaxErrorRate}
+	}
+	if t.MaxP99 > 0 {
+		th.MaxP99 = t.MaxP99
+	}
+	if t.MinThroughput > 0 {
+		th.MinThroughput = t.MinThroughput
+	}
+	if t.MaxErrorRate > 0 {
+		th.MaxErrorRate = t.MaxErrorRate
+	}
+	return th
+}
+
+func (c *runCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Registry) error {
+	sc, seed, err := c.resolve(c.thresholdFlags)
+	if err != nil {
+		return err
+	}
+	eng, err := reg.Lookup(c.Engine)
+	if err != nil {
+		return usage("--engine: %v", err)
+	}
+	if c.Workers < 0 {
+		return usage("--workers must not be negative")
+	}
+	out, err := newOutDir(runDir(c.Out, c.NoSave))
+	if err != nil {
+		return err
+	}
+	u := resolveBackendURL(c.Backend, c.RedisURL, c.PostgresURL)
+	sp := harness.Spec{
+		Engine: eng, Backend: harness.Backend(c.Backend), URL: u.url,
+		Scenario: sc, ScenarioName: c.Scenario, Sink: c.Sink, NoRecovery: !c.Recovery,
+		Overrides:    c.overrides(seed),
+		Out:          out.runPath(),
+		CheckTimeout: c.checkTimeout(),
+		Thresholds:   c.thresholds(sc),
+		Tool:         "idembench " + Version,
+		KeepData:     c.KeepData,
+	}
+	sweepStale()
+	if p := newProgress(std.err, g.NoProgress, ""); p != nil {
+		sp.Progress = p
+	}
+	text := textOut(std, g)
+	fmt.Fprintf(text, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sc.Name, c.Backend, c.Engine, c.Sink, seed)
+	plan, stop, err := c.faultFlags.plan(ctx, c.Backend)
+	defer stop()
+	if err != nil {
+		return err
+	}
+	sp.Faults = plan
+	o, err := untilInterrupted(ctx, func() (*harness.Outcome, error) {
+		if c.Workers > 0 {
+			return multiproc.Run(ctx, sp, c.Workers, multiproc.Options{})
+		}
+		return harness.Run(ctx, sp)
+	})
+	if ctx.Err() != nil {
+		if cerr := out.commit(); cerr != nil {
+			return fmt.Errorf("%w: %v", errInterrupted, cerr)
+		}
+		return interrupted(out.final)
+	}
+	if err != nil {
+		out.discard()
+		return withBackendHint(err, c.Backend, u)
+	}
+	if err := out.commit(); err != nil {
+		return err
+	}
+	if o.Dir != "" {
+		o.Dir = out.final
+	}
+	printRun(text, o)
+	if err := writeSummaryJSON(std, g, o.Summary); err != nil {
+		return err
+	}
+	if err := verdictError(string(o.Report.Verdict)); err != nil {
+		return err
+	}
+	if len(missesOf(o.Summary)) > 0 {
+		return codeError(exitThreshold, "threshold missed")
+	}
+	return nil
+}
+
+// runDir returns the run directory of --out and --no-save.
+func runDir(out string, noSave bool) string {
+	switch {
+	case noSave:
+		return ""
+	case out == "":
+		return filepath.Join("idembench-out", time.Now().Format("20060102-150405.000"))
+	}
+	return out
+}
+
+// Help is the detailed help of `idembench run --help`, with examples.
+func (c *runCmd) Help() string {
+	return `Runs one scenario against one engine configuration: drives the workload
+with its faults, records the history, checks invariants I1-I6, prints the
+verdict and the figures, and writes the run directory (history.jsonl,
+summary.json, report.md, report.html, plots, violations/).
+
+On a terminal a progress line (elapsed time, calls/s, double executions so
+far) is redrawn on stderr; otherwise a plain progress line is logged every
+5 s. --backend redis and --backend postgres without a URL use
+$IDEM_REDIS_URL / $IDEM_POSTGRES_URL, else the docker-compose.yml servers;
+a server that does not answer exits 5 with the commands that start one.
+
+Examples:
+
+    idembench run                                    # memory backend, scenario default
+    idembench run --scenario gc-pause --sink plain   # an unsafe cell: caught, exit 1
+    idembench run --backend redis --duration 5s      # local Redis (docker compose up -d)
+    idembench run --engine naive/check-then-act --scenario duplicates
+    idembench run --max-p99 50ms --min-throughput 1000 --out out/run   # CI gate, exit 4 on a miss
+    idembench run --json --no-save | jq .verdict
+
+` + exitCodesHelp
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// recordJSON is a record as inspect and list print it.
+type recordJSON struct {
+	Key            string     `json:"key"`
+	Status         string     `json:"status"`
+	Token          idem.Token `json:"token"`
+	Fingerprint    string     `json:"fingerprint"`
+	LeaseExpiry    *time.Time `json:"lease_expiry,omitempty"`
+	LeaseExpiredMS int64      `json:"lease_expired_ms,omitempty"` // how long ago, when expired
+	ExpiresAt      *time.Time `json:"expires_at,omitempty"`
+	ResponseStatus int        `json:"response_status,omitempty"`
+	ResponseBytes  int        `json:"response_bytes,omitempty"`
+}
+
+func toJSON(r *idem.Record, now time.Time) recordJSON {
+	j := recordJSON{Key: r.Key, Status: r.Status.String(), Token: r.Token, Fingerprint: r.Fingerprint.String()}
+	if !r.LeaseExpiry.IsZero() {
+		t := r.LeaseExpiry.UTC()
+		j.LeaseExpiry = &t
+		if now.After(t) {
+			j.LeaseExpiredMS = now.Sub(t).Milliseconds()
+		}
+	}
+	if !r.ExpiresAt.IsZero() {
+		t := r.ExpiresAt.UTC()
+		j.ExpiresAt = &t
+	}
+	if r.Response != nil {
+		j.ResponseStatus, j.ResponseBytes = r.Response.Status, r.Response.Size()
+	}
+	return j
+}
+
+func inspect(ctx context.Context, e *env, args []string) (int, error) {
+	pos, err := subFlags(flag.NewFlagSet("inspect", flag.ContinueOnError), args)
+	if err != nil || len(pos) != 1 {
+		return exitUsage, errors.New("usage: inspect KEY")
+	}
+	key, err := e.storageKey(pos[0])
+	if err != nil {
+		return exitUsage, err
+	}
+	rec, err := e.store.Get(ctx, key)
+	if err != nil {
+		return storeErr(err)
+	}
+	now := time.Now()
+	lines := []string{
+		"key:          " + rec.Key,
+		"status:       " + rec.Status.String(),
+		"token:        " + strconv.FormatUint(uint64(rec.Token), 10),
+		"fingerprint:  " + rec.Fingerprint.String(),
+	}
+	if rec.Status == idem.StatusInProgress {
+		live := "expired: stuck, a retry or the completer takes it over"
+		if rec.LeaseLive(now) {
+			live = "live: a holder is executing"
+		}
+		lines = append(lines, "lease expiry: "+ago(rec.LeaseExpiry, now)+", "+live)
+	}
+	if rec.Response != nil {
+		lines = append(lines, fmt.Sprintf("response:     status %d, %d bytes", rec.Response.Status, rec.Response.Size()))
+	}
+	lines = append(lines, "expires at:   "+ago(rec.ExpiresAt, now))
+	e.out.print(toJSON(rec, now), lines...)
+	return exitOK, nil
+}
+
+func list(ctx context.Context, e *env, args []string) (int, error) {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	stuck := fs.Bool("stuck", false, "")
+	older := fs.Duration("older-than", 0, "")
+	limit := fs.Int("limit", idem.DefaultListLimit, "")
+	pos, err := subFlags(fs, args)
+	if err != nil || len(pos) != 0 || !*stuck {
+		return exitUsage, errors.New("usage: list --stuck [--older-than D] [--limit N]")
+	}
+	lister, ok := e.store.(idem.Lister)
+	if !ok {
+		return exitBackend, errors.New("the store cannot list keys")
+	}
+	recs, err := lister.ListStuck(ctx, *older, *limit)
+	if err != nil {
+		return storeErr(err)
+	}
+	now := time.Now()
+	out := make([]recordJSON, 0, len(recs))
+	lines := []string{fmt.Sprintf("%d stuck keys", len(recs))}
+	for _, r := range recs {
+		out = append(out, toJSON(r, now))
+		lines = append(lines, fmt.Sprintf("%s\ttoken %d\tlease expired %s ago", r.Key, r.Token, now.Sub(r.LeaseExpiry).Round(time.Millisecond)))
+	}
+	e.out.print(out, lines...)
+	return exitOK, nil
+}
+
+// releaseJSON is the result of release.
+type releaseJSON struct {
+	Key      string      `json:"key"`
+	Token    idem.Token  `json:"token"`
+	Released bool        `json:"released"`
+	Reason   string      `json:"reason,omitempty"`
+	Current  *idem.Token `json:"current_token,omitempty"`
+	Status   string      `json:"current_status,omitempty"`
+}
+
+func release(ctx context.Context, e *env, args []string) (int, error) {
+	fs := flag.NewFlagSet("release", flag.ContinueOnError)
+	token := fs.Uint64("token", 0, "")
+	force := fs.Bool("force", false, "")
+	pos, err := subFlags(fs, args)
+	if err != nil || len(pos) != 1 || *token == 0 {
+		return exitUsage, errors.New("usage: release KEY --token N [--force]")
+	}
+	key, err := e.storageKey(pos[0])
+	if err != nil {
+		return exitUsage, err
+	}
+	res := releaseJSON{Key: key, Token: idem.Token(*token)}
+	refuse := func(reason string, rec *idem.Record) (int, error) {
+		res.Reason = reason
+		if rec != nil {
+			res.Current, res.Status = &rec.Token, rec.Status.String()
+		}
+		e.out.print(res, "refused: "+reason)
+		return exitRefused, errors.New(reason)
+	}
+	rec, err := e.store.Get(ctx, key)
+	if err != nil {
+		return storeErr(err)
+	}
+	if rec.Token != res.Token || rec.Status != idem.StatusInProgress {
+		return refuse(fmt.Sprintf("the token moved: %s is %s with token %d, not in progress with token %d",
+			key, rec.Status, rec.Token, res.Token), rec)
+	}
+	if rec.LeaseLive(time.Now()) && !*force {
+		return refuse(fmt.Sprintf("the lease of token %d is live until %s: a holder may be executing; use --force to release it anyway",
+			res.Token, rec.LeaseExpiry.UTC().Format(time.RFC3339Nano)), rec)
+	}
+	err = e.store.Release(ctx, &idem.Lease{Key: key, Token: res.Token, Fingerprint: rec.Fingerprint})
+	if errors.Is(err, idem.ErrLeaseLost) {
+		cur, _ := e.store.Get(ctx, key)
+		return refuse(fmt.Sprintf("the token moved: %s no longer carries token %d", key, res.Token), cur)
+	}
+	if err != nil {
+		return storeErr(err)
+	}
+	res.Released = true
+	e.out.print(res, fmt.Sprintf("released %s (token %d); the next request with this key runs as new", key, res.Token))
+	return exitOK, nil
+}
+
+func stats(ctx context.Context, e *env, args []string) (int, error) {
+	if pos, err := subFlags(flag.NewFlagSet("stats", flag.ContinueOnError), args); err != nil || len(pos) != 0 {
+		return exitUsage, errors.New("usage: stats")
+	}
+	statter, ok := e.store.(idem.Statter)
+	if !ok {
+		return exitBackend, errors.New("the store cannot count records")
+	}
+	st, err := statter.Stats(ctx)
+	if err != nil {
+		return storeErr(err)
+	}
+	e.out.print(map[string]int64{
+		"in_progress": st.InProgress, "stuck": st.Stuck, "completed": st.Completed,
+		"failed": st.Failed, "corrupt": st.Corrupt, "bytes": st.Bytes,
+	},
+		fmt.Sprintf("in_progress %d (stuck %d)", st.InProgress, st.Stuck),
+		fmt.Sprintf("completed   %d", st.Completed),
+		fmt.Sprintf("failed      %d", st.Failed),
+		fmt.Sprintf("corrupt     %d", st.Corrupt),
+		fmt.Sprintf("bytes       %d", st.Bytes))
+	return exitOK, nil
+}
+
+func purge(ctx context.Context, e *env, args []string) (int, error) {
+	fs := flag.NewFlagSet("purge", flag.ContinueOnError)
+	expired := fs.Bool("expired", false, "")
+	if pos, err := subFlags(fs, args); err != nil || len(pos) != 0 || !*expired {
+		return exitUsage, errors.New("usage: purge --expired")
+	}
+	sweeper, ok := e.store.(idem.Sweeper)
+	if !ok {
+		e.out.print(map[string]any{"removed": 0, "note": "the store expires records itself"},
+			"nothing to purge: the store expires its records itself (Redis TTLs)")
+		return exitOK, nil
+	}
+	n, err := sweeper.Sweep(ctx)
+	if err != nil {
+		return storeErr(err)
+	}
+	e.out.print(map[string]int{"removed": n}, fmt.Sprintf("removed %d expired records", n))
+	return exitOK, nil
+}

@@ -1,0 +1,27 @@
+// Command idemctl is the operator tool of the idempotency engine: it
+// inspects keys, lists stuck ones, force-releases a key under its fencing
+// token, counts records and purges expired ones, on a Redis (single node or
+// Cluster) or PostgreSQL store.
+//
+//	idemctl --store redis://127.0.0.1:6379/0 inspect order-42
+//	idemctl --store 'postgres://postgres@127.0.0.1:5432/test' list --stuck --older-than 5m
+//	idemctl --store redis://127.0.0.1:6379/0 release order-42 --token 9
+//	idemctl --store redis://127.0.0.1:6379/0 --json stats
+//	idemctl --store 'postgres://…' purge --expired
+//
+// Run idemctl -h for the flags and exit codes.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

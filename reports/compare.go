@@ -65,6 +65,9 @@ type ComparisonRow struct {
 	Calls, Violations                         int
 	ThroughputPerS, ErrorRate                 float64
 	P50Ms, P99Ms, P999Ms, MaxMs               float64
+	// Unmeasured reports a run with no measured call (every call of it
+	// never returned); its latency cells read "—" (Unmeasured).
+	Unmeasured bool
 }
 
 // Comparison is the side-by-side table of several runs, in the order given.
@@ -85,7 +88,7 @@ func Compare(runs []Run) Comparison {
 			Label: r.Label, Verdict: s.Verdict, Scenario: s.Scenario, Backend: s.Backend, Engine: s.Engine,
 			Calls: s.Counts.Calls, Violations: s.ViolationCount(),
 			ThroughputPerS: s.ThroughputPerS, ErrorRate: s.ErrorRate,
-			P50Ms: o.P50Ms, P99Ms: o.P99Ms, P999Ms: o.P999Ms, MaxMs: o.MaxMs,
+			P50Ms: o.P50Ms, P99Ms: o.P99Ms, P999Ms: o.P999Ms, MaxMs: o.MaxMs, Unmeasured: o.Measured == 0 && o.MaxMs == 0,
 		})
 	}
 	return c
@@ -95,7 +98,14 @@ var compareHeader = []string{"run", "verdict", "violations", "calls", "throughpu
 
 func (r ComparisonRow) cells() []string {
 	return []string{r.Label, r.Verdict, count(r.Violations), count(r.Calls), num(r.ThroughputPerS), percent(r.ErrorRate),
-		num(r.P50Ms), num(r.P99Ms), num(r.P999Ms), num(r.MaxMs)}
+		r.lat(r.P50Ms), r.lat(r.P99Ms), r.lat(r.P999Ms), r.lat(r.MaxMs)}
+}
+
+func (r ComparisonRow) lat(ms float64) string {
+	if r.Unmeasured {
+		return Unmeasured
+	}
+	return num(ms)
 }
 
 // Text returns the table as aligned plain text for a terminal: a header

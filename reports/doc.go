@@ -70,7 +70,17 @@
 // (completed calls and errors per second, fault windows shaded and numbered
 // as in the reports' fault window table) and latency-over-time.png (a
 // sample of at most MaxScatterPoints calls plus p50, p99 and max per
-// bucket, fault windows shaded).
+// bucket, fault windows shaded). Both timeline plots end at the end of the
+// timeline and shade the drain (from Measurement.TrafficEndS, when new
+// requests stopped, to the end: retries and calls still running) hatched in
+// gray, labelled "drain" in the plot and in the legend. Fault window numbers
+// that would overlap are stacked on up to four rows. A latency figure of a
+// group with no measured call is written "—" (Unmeasured), not 0. The HTML
+// verdict heading is marked with inline SVG, so it needs no emoji font.
+//
+// Regenerate keeps the verdict of summary.json; RegenerateRun also says
+// whether it did (Regeneration.VerdictSource): without summary.json the
+// history is checked again.
 //
 // # summary.json
 //

@@ -30,7 +30,7 @@ func writeHTML(w io.Writer, s *Summary, pngs map[string][]byte) error {
 	}
 	data := map[string]any{
 		"S":         s,
-		"Icon":      verdictIcons[s.Verdict],
+		"Icon":      htmlVerdictIcons[s.Verdict],
 		"Verdict":   verdictText(s),
 		"Plots":     plots,
 		"Outcomes":  latencyRows(outcomeNames(), s.Latency.ByOutcome),
@@ -57,8 +57,24 @@ func latencyRows(names []string, stats map[string]LatencyStats) []latencyRow {
 	return rows
 }
 
+// htmlVerdictIcons mark the verdict heading of report.html with inline SVG
+// (a tick, a cross, an exclamation mark, a dash in a disc of the verdict's
+// colour), which needs no emoji font on the reader's machine.
+var htmlVerdictIcons = map[string]template.HTML{
+	"ok":             verdictSVG("#1a7f37", "M6.5 12.5l3.5 3.5 7.5-8"),
+	"violation":      verdictSVG("#cf222e", "M7.5 7.5l9 9M16.5 7.5l-9 9"),
+	"inconclusive":   verdictSVG("#9a6700", "M12 6v7.5M12 17v1"),
+	VerdictUnchecked: verdictSVG("#6e7781", "M7 12h10"),
+}
+
+func verdictSVG(fill, path string) template.HTML {
+	return template.HTML(`<svg class="icon" width="24" height="24" viewBox="0 0 24 24" role="img" aria-hidden="true">` +
+		`<circle cx="12" cy="12" r="11" fill="` + fill + `"/>` +
+		`<path d="` + path + `" stroke="#fff" stroke-width="2.6" stroke-linecap="round" stroke-linejoin="round" fill="none"/></svg> `)
+}
+
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"num": num, "count": count, "percent": percent, "inc": func(i int) int { return i + 1 },
+	"num": num, "lat": latNum, "count": count, "percent": percent, "inc": func(i int) int { return i + 1 },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -66,7 +82,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 <title>idembench {{.S.Verdict}}: {{.S.Scenario}} on {{.S.Backend}}</title>
 <style>
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1180px; color: #222; padding: 0 1em; }
-h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+h1 { font-size: 1.6em; } h1 svg.icon { vertical-align: -0.15em; width: 1em; height: 1em; } h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: .5em 0; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; } th { background: #f4f4f4; text-align: left; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
@@ -76,7 +92,7 @@ code { background: #f4f4f4; padding: 0 .2em; }
 </style>
 </head>
 <body>
-<h1 class="verdict-{{.S.Verdict}}">{{.Icon}} idembench run: {{.S.Verdict}}</h1>
+<h1 class="verdict-{{.S.Verdict}}">{{.Icon}}idembench run: {{.S.Verdict}}</h1>
 <p>scenario <code>{{.S.Scenario}}</code> · backend <code>{{.S.Backend}}</code> · engine <code>{{.S.Engine}}</code> · seed {{.S.Seed}}{{if .S.Tool}} · {{.S.Tool}}{{end}}</p>
 
 <h2>Key figures</h2>
@@ -85,7 +101,7 @@ code { background: #f4f4f4; padding: 0 .2em; }
 <tr><th>calls</th><td>{{count .S.Counts.Calls}} ({{count .S.Counts.Completed}} completed, {{count .S.Counts.Unmeasured}} never returned)</td></tr>
 <tr><th>throughput</th><td>{{num .S.ThroughputPerS}} ops/s (successes {{num .S.SuccessPerS}} ops/s)</td></tr>
 <tr><th>error rate</th><td>{{percent .S.ErrorRate}} ({{count .S.Counts.Errors}} calls)</td></tr>
-{{with .S.Latency.Overall}}<tr><th>latency p50 / p90 / p99 / p99.9 / max</th><td>{{num .P50Ms}} / {{num .P90Ms}} / {{num .P99Ms}} / {{num .P999Ms}} / {{num .MaxMs}} ms</td></tr>{{end}}
+{{with .S.Latency.Overall}}<tr><th>latency p50 / p90 / p99 / p99.9 / max</th><td>{{if .Measured}}{{num .P50Ms}} / {{num .P90Ms}} / {{num .P99Ms}} / {{num .P999Ms}} / {{num .MaxMs}} ms{{else}}— (no call returned){{end}}</td></tr>{{end}}
 {{with .S.LateSends}}<tr><th>late sends</th><td>{{if .OpenLoopCalls}}{{count .Count}} of {{count .OpenLoopCalls}} open-loop calls sent more than {{num .SlackMs}} ms late (at most {{num .MaxDelayMs}} ms){{else}}closed loop (no intended send times){{end}}</td></tr>{{end}}
 <tr><th>fault windows</th><td>{{len .S.FaultWindows}} ({{num .FaultSecs}} s in total)</td></tr>
 <tr><th>probes / effects</th><td>{{count .S.Counts.Probes}} / {{count .S.Counts.Effects}}</td></tr>
@@ -108,12 +124,12 @@ code { background: #f4f4f4; padding: 0 .2em; }
 
 <h2>Latency by outcome (ms)</h2>
 <table><tr><th>outcome</th><th>calls</th><th>measured</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>
-{{range .Outcomes}}<tr><td>{{.Name}}</td><td class="n">{{count .Calls}}</td><td class="n">{{count .Measured}}</td><td class="n">{{num .P50Ms}}</td><td class="n">{{num .P90Ms}}</td><td class="n">{{num .P99Ms}}</td><td class="n">{{num .P999Ms}}</td><td class="n">{{num .MaxMs}}</td></tr>
+{{range .Outcomes}}<tr><td>{{.Name}}</td><td class="n">{{count .Calls}}</td><td class="n">{{count .Measured}}</td><td class="n">{{lat .Measured .P50Ms}}</td><td class="n">{{lat .Measured .P90Ms}}</td><td class="n">{{lat .Measured .P99Ms}}</td><td class="n">{{lat .Measured .P999Ms}}</td><td class="n">{{lat .Measured .MaxMs}}</td></tr>
 {{end}}</table>
 {{if .S.FaultWindows}}
 <h2>Latency by phase (ms)</h2>
 <table><tr><th>phase</th><th>calls</th><th>measured</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>
-{{range .Phases}}<tr><td>{{.Name}}</td><td class="n">{{count .Calls}}</td><td class="n">{{count .Measured}}</td><td class="n">{{num .P50Ms}}</td><td class="n">{{num .P90Ms}}</td><td class="n">{{num .P99Ms}}</td><td class="n">{{num .P999Ms}}</td><td class="n">{{num .MaxMs}}</td></tr>
+{{range .Phases}}<tr><td>{{.Name}}</td><td class="n">{{count .Calls}}</td><td class="n">{{count .Measured}}</td><td class="n">{{lat .Measured .P50Ms}}</td><td class="n">{{lat .Measured .P90Ms}}</td><td class="n">{{lat .Measured .P99Ms}}</td><td class="n">{{lat .Measured .P999Ms}}</td><td class="n">{{lat .Measured .MaxMs}}</td></tr>
 {{end}}</table>
 <h2>Fault windows</h2>
 <table><tr><th>#</th><th>start (s)</th><th>end (s)</th><th>fault</th></tr>

@@ -33,7 +33,11 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	row("calls", fmt.Sprintf("%s (%s completed, %s never returned)", count(s.Counts.Calls), count(s.Counts.Completed), count(s.Counts.Unmeasured)))
 	row("throughput", fmt.Sprintf("%s ops/s (successes %s ops/s)", num(s.ThroughputPerS), num(s.SuccessPerS)))
 	row("error rate", fmt.Sprintf("%s (%s calls)", percent(s.ErrorRate), count(s.Counts.Errors)))
-	row("latency p50 / p90 / p99 / p99.9 / max", fmt.Sprintf("%s / %s / %s / %s / %s ms", num(o.P50Ms), num(o.P90Ms), num(o.P99Ms), num(o.P999Ms), num(o.MaxMs)))
+	if o.Measured > 0 {
+		row("latency p50 / p90 / p99 / p99.9 / max", fmt.Sprintf("%s / %s / %s / %s / %s ms", num(o.P50Ms), num(o.P90Ms), num(o.P99Ms), num(o.P999Ms), num(o.MaxMs)))
+	} else {
+		row("latency p50 / p90 / p99 / p99.9 / max", Unmeasured+" (no call returned)")
+	}
 	if s.LateSends.OpenLoopCalls > 0 {
 		row(fmt.Sprintf("late sends (> %s ms)", num(s.LateSends.SlackMs)), fmt.Sprintf("%s of %s open-loop calls (at most %s ms late)",
 			count(s.LateSends.Count), count(s.LateSends.OpenLoopCalls), num(s.LateSends.MaxDelayMs)))
@@ -137,7 +141,8 @@ func latencyTable(b *strings.Builder, what string, names []string, stats map[str
 		}
 		rows++
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", n, count(st.Calls), count(st.Measured),
-			num(st.P50Ms), num(st.P90Ms), num(st.P99Ms), num(st.P999Ms), num(st.MaxMs))
+			latNum(st.Measured, st.P50Ms), latNum(st.Measured, st.P90Ms), latNum(st.Measured, st.P99Ms),
+			latNum(st.Measured, st.P999Ms), latNum(st.Measured, st.MaxMs))
 	}
 	if rows == 0 {
 		fmt.Fprintf(b, "| (no calls) | 0 | 0 | - | - | - | - | - |\n")
@@ -171,6 +176,20 @@ func thresholdsMarkdown(b *strings.Builder, t *ThresholdResult) {
 	if len(t.Misses) > 0 {
 		b.WriteString("\n")
 	}
+}
+
+// Unmeasured stands in the reports for a latency figure of a group with
+// no measured call (every call of it never returned, e.g. unknown): there
+// is no value, which 0 would misstate.
+const Unmeasured = "—"
+
+// latNum formats a latency figure of a group with measured calls, and
+// Unmeasured when it has none.
+func latNum(measured int, ms float64) string {
+	if measured == 0 {
+		return Unmeasured
+	}
+	return num(ms)
 }
 
 func faultSeconds(s *Summary) float64 {

@@ -73,6 +73,13 @@ type Measurement struct {
 	// (Intended when set, else Call) to the last call's end (Return, or
 	// Call for a call that never returned). Zero without calls.
 	Duration time.Duration
+	// TrafficEndS is when new requests stopped, in seconds since Origin:
+	// the first call's start plus the traffic duration the history header
+	// records (option "duration"), or, without it, the start of the last
+	// first attempt (Attempt 0 or 1). What follows, up to the end of the
+	// timeline, is the drain: retries and calls still running. The plots
+	// shade it. Zero without calls.
+	TrafficEndS float64
 
 	// Calls counts workload calls (KindCall without Probe); Probes,
 	// Effects and Faults count the other ops.
@@ -171,6 +178,7 @@ func Measure(h *history.History, opts MeasureOptions) *Measurement {
 	sc := scan(ops)
 	m.Origin = sc.origin
 	m.Duration = time.Duration(sc.lastCallEnd - sc.firstCallStart)
+	m.TrafficEndS = trafficEnd(&h.Header, &sc)
 	m.Windows = faultWindows(ops, sc.end)
 	for i := range m.Windows {
 		w := &m.Windows[i]
@@ -202,7 +210,20 @@ func Measure(h *history.History, opts MeasureOptions) *Measurement {
 type extent struct {
 	origin, end                 int64
 	firstCallStart, lastCallEnd int64
+	lastFirstStart              int64 // latest start of a first attempt
 	calls, faults               int
+}
+
+// trafficEnd returns Measurement.TrafficEndS.
+func trafficEnd(hd *history.Header, e *extent) float64 {
+	if e.calls == 0 {
+		return 0
+	}
+	end := e.lastFirstStart
+	if d, err := time.ParseDuration(hd.Options["duration"]); err == nil && d > 0 {
+		end = e.firstCallStart + int64(d)
+	}
+	return seconds(min(max(end, e.origin), e.end) - e.origin)
 }
 
 // scan finds the run's time extent: origin is the earliest start of a call
@@ -224,10 +245,13 @@ func scan(ops []history.Op) extent {
 		case op.Kind == history.KindCall && !op.Probe:
 			start, end := callSpan(op)
 			if e.calls == 0 {
-				e.firstCallStart, e.lastCallEnd = start, end
+				e.firstCallStart, e.lastCallEnd, e.lastFirstStart = start, end, start
 			}
 			e.firstCallStart = min(e.firstCallStart, start)
 			e.lastCallEnd = max(e.lastCallEnd, end)
+			if op.Attempt <= 1 {
+				e.lastFirstStart = max(e.lastFirstStart, start)
+			}
 			e.calls++
 			see(start, end)
 		case op.Kind == history.KindFault:

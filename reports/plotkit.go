@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"image/color"
 	"math"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -29,6 +28,9 @@ var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 type figure struct {
 	p      *plot.Plot
 	legend plot.Legend
+	// xMax, when positive, is where step series end: the last bucket
+	// of a timeline is cut at the timeline's end instead of drawn whole.
+	xMax float64
 }
 
 // newFigure returns a figure with a title, axis labels, a light grid and
@@ -97,19 +99,42 @@ func (f *figure) draw(c draw.Canvas) {
 }
 
 // addSteps adds a per-bucket series (points at the midpoints of buckets
-// width wide) drawn as steps that change at bucket boundaries and span the
-// first and last buckets whole.
+// width wide) drawn as steps that change halfway between two points (at the
+// bucket boundary when the buckets are adjacent) and span the first and
+// last buckets whole, up to f.xMax when it is set. The steps are built as
+// an explicit polyline: a step line that the canvas clips at the axis would
+// move its last step.
 func (f *figure) addSteps(name string, xys plotter.XYs, width float64, clr color.Color, lw vg.Length, dashed bool) {
-	if len(xys) > 0 {
-		first, last := xys[0], xys[len(xys)-1]
-		edged := make(plotter.XYs, 0, len(xys)+2)
-		edged = append(edged, plotter.XY{X: first.X - width/2, Y: first.Y})
-		edged = append(edged, xys...)
-		xys = append(edged, plotter.XY{X: last.X + width/2, Y: last.Y})
+	f.addLine(name, stepXYs(xys, width, f.xMax), clr, lw, dashed)
+}
+
+// stepXYs returns the polyline of addSteps; xMax <= 0 means no end.
+func stepXYs(xys plotter.XYs, width, xMax float64) plotter.XYs {
+	if len(xys) == 0 {
+		return nil
 	}
-	if l := f.addLine(name, xys, clr, lw, dashed); l != nil {
-		l.StepStyle = plotter.MidStep
+	clip := func(x float64) float64 {
+		if xMax > 0 {
+			return min(x, xMax)
+		}
+		return x
 	}
+	out := make(plotter.XYs, 0, 2*len(xys)+2)
+	out = append(out, plotter.XY{X: clip(xys[0].X - width/2), Y: xys[0].Y})
+	for i := 1; i < len(xys); i++ {
+		a, b := xys[i-1], xys[i]
+		mid := (a.X + b.X) / 2
+		if xMax > 0 && mid >= xMax {
+			break
+		}
+		out = append(out, plotter.XY{X: mid, Y: a.Y}, plotter.XY{X: mid, Y: b.Y})
+	}
+	last := out[len(out)-1]
+	end := clip(xys[len(xys)-1].X + width/2)
+	if end > last.X {
+		out = append(out, plotter.XY{X: end, Y: last.Y})
+	}
+	return out
 }
 
 // addLine adds a line to the plot and the legend and returns it; empty or
@@ -132,57 +157,6 @@ func (f *figure) addLine(name string, xys plotter.XYs, clr color.Color, width vg
 		f.legend.Add(name, l)
 	}
 	return l
-}
-
-// faultShade is a plotter that shades fault windows over the full height
-// of the data area. Windows narrower than 2 points (instant faults such as
-// a crash) are drawn 2 points wide so they stay visible.
-type faultShade struct {
-	windows [][2]float64 // start, end in data x units
-}
-
-var faultColor = color.NRGBA{R: 230, G: 85, B: 13, A: 48}
-
-// Plot implements plot.Plotter.
-func (s faultShade) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, _ := p.Transforms(&c)
-	for i, w := range s.windows {
-		x0, x1 := trX(w[0]), trX(w[1])
-		if d := vg.Points(2) - (x1 - x0); d > 0 {
-			x0, x1 = x0-d/2, x1+d/2
-		}
-		x0, x1 = max(x0, c.Min.X), min(x1, c.Max.X)
-		if x1 <= x0 {
-			continue
-		}
-		c.FillPolygon(faultColor, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
-		if len(s.windows) <= maxNumberedWindows {
-			sty := draw.TextStyle{Color: faultText, Font: font.From(sans, 9), XAlign: draw.XLeft, YAlign: draw.YTop, Handler: p.TextHandler}
-			c.FillText(sty, vg.Point{X: x0 + vg.Points(2), Y: c.Max.Y - vg.Points(2)}, strconv.Itoa(i+1))
-		}
-	}
-}
-
-// maxNumberedWindows is the most fault windows whose numbers (matching the
-// reports' fault window tables) are written in the plots.
-const maxNumberedWindows = 20
-
-var faultText = color.NRGBA{R: 166, G: 54, B: 3, A: 255}
-
-// Thumbnail implements plot.Thumbnailer.
-func (s faultShade) Thumbnail(c *draw.Canvas) {
-	c.FillPolygon(faultColor, []vg.Point{c.Min, {X: c.Max.X, Y: c.Min.Y}, c.Max, {X: c.Min.X, Y: c.Max.Y}})
-}
-
-// addFaults shades the windows (given in seconds) and adds a legend entry.
-// It must be called before the data is added so data draws on top.
-func (f *figure) addFaults(windows [][2]float64) {
-	if len(windows) == 0 {
-		return
-	}
-	s := faultShade{windows: windows}
-	f.p.Add(s)
-	f.legend.Add("fault window", s)
 }
 
 // noData writes a message in the middle of an empty plot.

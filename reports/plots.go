@@ -119,11 +119,13 @@ func throughputFigure(m *Measurement) *figure {
 		return f
 	}
 	f.addFaults(windowsOf(m))
+	f.addDrain(m.TrafficEndS, m.spanS())
 	completed, errors := rateXYs(tl.Completed, tl.Bucket.Seconds(), m.spanS()), rateXYs(tl.Errors, tl.Bucket.Seconds(), m.spanS())
 	zeroBasedAxis(&f.p.Y, maxY(completed))
 	f.p.X.Min, f.p.X.Max = 0, m.spanS()
 	f.addSteps("completed", completed, tl.Bucket.Seconds(), p50Blue, vg.Points(1.8), false)
 	f.addSteps("errors", errors, tl.Bucket.Seconds(), errorRed, vg.Points(1.5), false)
+	f.p.X.Min, f.p.X.Max = 0, m.spanS()
 	return f
 }
 
@@ -171,6 +173,7 @@ func latencyOverTimeFigure(m *Measurement) *figure {
 	logAxis(&f.p.Y, lo, hi)
 	f.p.X.Min, f.p.X.Max = 0, m.spanS()
 	f.addFaults(windowsOf(m))
+	f.addDrain(m.TrafficEndS, m.spanS())
 
 	dots := make(plotter.XYs, len(m.Scatter))
 	for i, p := range m.Scatter {
@@ -186,6 +189,7 @@ func latencyOverTimeFigure(m *Measurement) *figure {
 	f.addSteps("p50 per "+bucketName(tl), bucketXYs(tl, tl.P50, lo), tl.Bucket.Seconds(), p50Blue, vg.Points(1.5), false)
 	f.addSteps("p99 per "+bucketName(tl), bucketXYs(tl, tl.P99, lo), tl.Bucket.Seconds(), p99Amber, vg.Points(1.5), false)
 	f.addSteps("max per "+bucketName(tl), bucketXYs(tl, tl.Max, lo), tl.Bucket.Seconds(), errorRed, vg.Points(1), true)
+	f.p.X.Min, f.p.X.Max = 0, m.spanS()
 	return f
 }
 

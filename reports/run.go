@@ -81,14 +81,49 @@ type RegenerateOptions struct {
 // so the reports still describe the machine the run ran on. A summary.json
 // that cannot be read is an error unless Recheck is set.
 func Regenerate(dir string, opts RegenerateOptions) (*Summary, error) {
+	r, err := RegenerateRun(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Summary, nil
+}
+
+// Regeneration is what RegenerateRun did.
+type Regeneration struct {
+	// Summary is the summary it wrote.
+	Summary *Summary
+	// Rechecked reports that the checker ran again: Recheck was set, or
+	// there was no summary.json to keep the verdict from.
+	Rechecked bool
+	// SummaryMissing reports that dir had no summary.json.
+	SummaryMissing bool
+}
+
+// VerdictSource says where the verdict of the rewritten reports comes
+// from, for a line of a command's output: "verdict kept from summary.json",
+// "re-checked", or "checked: no summary.json in the directory".
+func (r *Regeneration) VerdictSource() string {
+	switch {
+	case r.SummaryMissing:
+		return "checked: no " + SummaryFile + " in the directory"
+	case r.Rechecked:
+		return "re-checked"
+	}
+	return "verdict kept from " + SummaryFile
+}
+
+// RegenerateRun is Regenerate, and also says whether the verdict was kept
+// or checked again (and why).
+func RegenerateRun(dir string, opts RegenerateOptions) (*Regeneration, error) {
 	h, err := readHistory(filepath.Join(dir, HistoryFile))
 	if err != nil {
 		return nil, err
 	}
+	r := &Regeneration{}
 	old, err := ReadSummaryFile(filepath.Join(dir, SummaryFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		old = nil
+		old, r.SummaryMissing = nil, true
 	case err != nil && !opts.Recheck:
 		return nil, fmt.Errorf("reports: regenerate: %w (set Recheck to rebuild it from the history)", err)
 	case err != nil:
@@ -101,6 +136,7 @@ func Regenerate(dir string, opts RegenerateOptions) (*Summary, error) {
 	m := Measure(h, o.MeasureOptions)
 	var s *Summary
 	if old == nil || opts.Recheck {
+		r.Rechecked = true
 		co := opts.Check
 		if co.VisualizeDir == "" {
 			co.VisualizeDir = filepath.Join(dir, VisualizeDir)
@@ -113,7 +149,8 @@ func Regenerate(dir string, opts RegenerateOptions) (*Summary, error) {
 		s.Verdict, s.Invariants, s.Violations = old.Verdict, old.Invariants, old.Violations
 		s.InconclusiveKeys, s.Notes = old.InconclusiveKeys, old.Notes
 	}
-	return s, writeAll(dir, m, s)
+	r.Summary = s
+	return r, writeAll(dir, m, s)
 }
 
 // inherit fills the zero fields of o from a stored summary.

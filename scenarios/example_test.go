@@ -30,3 +30,26 @@ func ExampleParse() {
 	// invalid scenario: mine.yaml: yaml: unmarshal errors:
 	//   line 4: field lease_tll not found in type scenarios.engineYAML
 }
+
+// Command-line overrides are pointers, so a flag left out (nil) keeps the
+// scenario's value and an explicit zero is checked like any other value.
+func ExampleScenario_Apply() {
+	s, _ := scenarios.Builtin("default")
+	clients, rate := 64, 500.0
+	run, err := s.Apply(scenarios.Overrides{Clients: &clients, Rate: &rate})
+	fmt.Println(run.Clients, run.Rate, err)
+	zero := 0
+	_, err = s.Apply(scenarios.Overrides{Clients: &zero})
+	fmt.Println(err)
+	// Output:
+	// 64 500 <nil>
+	// invalid scenario: clients: 0 is below the minimum of 1 (leave it out for the scenario's 32)
+}
+
+// A value beyond its limit names the line, the field and the limit.
+func ExampleParse_limits() {
+	_, err := scenarios.Parse(strings.NewReader("name: x\nduration: 1s\nengine: {lease_ttl: 300ms}\nworkload:\n  clients: 10000000\n"), "big.yaml")
+	fmt.Println(err)
+	// Output:
+	// invalid scenario: big.yaml: line 5: workload.clients: 10000000 is above the limit of 10000
+}

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -23,6 +27,7 @@ type file struct {
 	Description string     `yaml:"description"`
 	Duration    duration   `yaml:"duration"`
 	Engine      engineYAML `yaml:"engine"`
+	Completer   complYAML  `yaml:"completer"`
 	Workload    loadYAML   `yaml:"workload"`
 	Faults      []faultYML `yaml:"faults"`
 	Thresholds  threshYAML `yaml:"thresholds"`
@@ -41,9 +46,16 @@ type engineYAML struct {
 	Retention    duration  `yaml:"retention"`
 }
 
+type complYAML struct {
+	Count     int      `yaml:"count"`
+	Every     duration `yaml:"every"`
+	OlderThan duration `yaml:"older_than"`
+}
+
 type loadYAML struct {
 	Clients  int          `yaml:"clients"`
 	Rate     float64      `yaml:"rate"`
+	Batch    int          `yaml:"batch"`
 	Keys     keysYAML     `yaml:"keys"`
 	Retry    retryYAML    `yaml:"retry"`
 	Business businessYAML `yaml:"business"`
@@ -156,9 +168,16 @@ func LoadFile(path string) (*Scenario, error) {
 // Scenario.Source. Errors wrap ErrInvalid: an unknown field names the field
 // and its line; a value out of range names the field.
 func Parse(r io.Reader, source string) (*Scenario, error) {
-	b, err := io.ReadAll(r)
+	b, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %s: %w", source, err)
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s: larger than the limit of %d bytes", ErrInvalid, source, MaxFileSize)
+	}
+	m := indexNodes(b)
+	if err := m.scalars(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, source, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -173,7 +192,7 @@ func Parse(r io.Reader, source string) (*Scenario, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: %s: more than one YAML document", ErrInvalid, source)
 	}
-	s, err := f.scenario(source, faultLines(b))
+	s, err := f.scenario(source, m)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, source, err)
 	}
@@ -181,12 +200,18 @@ func Parse(r io.Reader, source string) (*Scenario, error) {
 }
 
 // scenario converts and validates a decoded file.
-func (f *file) scenario(source string, lines []int) (*Scenario, error) {
-	if f.Name == "" {
-		return nil, errors.New("name: required")
-	}
-	if f.Duration.d <= 0 {
-		return nil, errors.New("duration: required and positive")
+func (f *file) scenario(source string, m nodes) (*Scenario, error) {
+	switch {
+	case f.Name == "":
+		return nil, m.errAt("name", "required")
+	case len(f.Name) > MaxNameLen:
+		return nil, m.errAt("name", "%d bytes is above the limit of %d", len(f.Name), MaxNameLen)
+	case strings.ContainsFunc(f.Name, unicode.IsControl):
+		return nil, m.errAt("name", "holds a control character")
+	case f.Duration.d <= 0:
+		return nil, m.errAt("duration", "required and positive")
+	case len(f.Faults) > MaxFaults:
+		return nil, m.errAt("faults", "%d entries is above the limit of %d", len(f.Faults), MaxFaults)
 	}
 	w := &f.Workload
 	s := &Scenario{
@@ -200,8 +225,12 @@ func (f *file) scenario(source string, lines []int) (*Scenario, error) {
 			ConflictWait: f.Engine.ConflictWait.d,
 			Retention:    f.Engine.Retention.d,
 		},
+		Completer: workload.Completer{
+			Count: f.Completer.Count, Every: f.Completer.Every.d, OlderThan: f.Completer.OlderThan.d,
+		},
 		Clients: w.Clients,
 		Rate:    w.Rate,
+		Batch:   w.Batch,
 		Keys: workload.Keys{
 			Dist: w.Keys.Dist, Space: w.Keys.Space, ZipfS: w.Keys.ZipfS,
 			Concurrent: w.Keys.Concurrent, Delayed: w.Keys.Delayed, Delay: w.Keys.Delay.d,
@@ -222,36 +251,43 @@ func (f *file) scenario(source string, lines []int) (*Scenario, error) {
 	}
 	th := f.Thresholds
 	s.Thresholds = Thresholds{MaxP99: th.MaxP99.d, MinThroughput: th.MinThroughput, MaxErrorRate: th.MaxErrorRate}
-	if th.MinThroughput < 0 {
-		return nil, fmt.Errorf("thresholds.min_throughput: %g is negative", th.MinThroughput)
+	if th.MaxP99.d > MaxP99 {
+		return nil, m.errAt("thresholds.max_p99", "%s is above the limit of %s", th.MaxP99.d, MaxP99)
 	}
-	if th.MaxErrorRate < 0 || th.MaxErrorRate > 1 {
-		return nil, fmt.Errorf("thresholds.max_error_rate: %g is not between 0 and 1", th.MaxErrorRate)
+	if err := m.finiteIn("thresholds.min_throughput", th.MinThroughput, 0, math.MaxFloat64); err != nil {
+		return nil, err
+	}
+	if err := m.finiteIn("thresholds.max_error_rate", th.MaxErrorRate, 0, 1); err != nil {
+		return nil, err
 	}
 	if f.Engine.LeaseTTL.d <= 0 {
-		return nil, errors.New("engine.lease_ttl: required and positive")
+		return nil, m.errAt("engine.lease_ttl", "required and positive")
 	}
-	if w.Clients < 0 {
-		return nil, fmt.Errorf("workload.clients: %d is negative", w.Clients)
+	if _, set := m["completer"]; set && f.Completer.Count < 1 {
+		return nil, m.errAt("completer.count", "%d is below the minimum of 1 (leave the completer out to run none)", f.Completer.Count)
+	}
+	if _, set := m["workload.clients"]; set && w.Clients < 1 {
+		return nil, m.errAt("workload.clients", "%d is below the minimum of 1 (leave the field out for the default, %d)", w.Clients, workload.DefaultClients)
+	}
+	if _, err := workload.Check(s.Workload(0)); err != nil {
+		return nil, m.workloadErr(err)
 	}
 	for i := range f.Faults {
-		ff, err := f.Faults[i].fault(s.Duration)
+		p := "faults[" + strconv.Itoa(i) + "]"
+		ff, err := f.Faults[i].fault(m, p)
 		if err != nil {
-			line := 0
-			if i < len(lines) {
-				line = lines[i]
-			}
-			return nil, fmt.Errorf("line %d: faults[%d]: %v", line, i, err)
+			return nil, err
+		}
+		if err := m.checkFault(i, &ff, s.Duration); err != nil {
+			return nil, err
 		}
 		s.Faults = append(s.Faults, ff)
-	}
-	if err := s.validate(); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
 
-func (y *faultYML) fault(d time.Duration) (Fault, error) {
+// fault converts fault entry p of the file.
+func (y *faultYML) fault(m nodes, p string) (Fault, error) {
 	f := Fault{Fault: chaos.Fault{
 		Kind:        chaos.Kind(y.Kind),
 		Count:       y.Count,
@@ -260,51 +296,27 @@ func (y *faultYML) fault(d time.Duration) (Fault, error) {
 		ThenFail:    y.ThenFail,
 	}}
 	if y.Point != "" {
-		p, err := chaos.ParsePoint(y.Point)
+		pt, err := chaos.ParsePoint(y.Point)
 		if err != nil {
-			return f, fmt.Errorf("point: %v", err)
+			return f, m.errAt(p+".point", "%v", err)
 		}
-		f.Point = p
+		f.Point = pt
 	}
 	switch len(y.Window) {
 	case 0:
 	case 2:
 		f.From, f.Until = y.Window[0], y.Window[1]
-		if f.From < 0 || f.Until > 1 || f.Until <= f.From {
-			return f, fmt.Errorf("window: want [from, until] with 0 <= from < until <= 1, got %v", y.Window)
+		if !(f.From >= 0 && f.Until <= 1 && f.Until > f.From) { // also false for NaN
+			return f, m.errAt(p+".window", "want [from, until] with 0 <= from < until <= 1, got %v", y.Window)
 		}
 	default:
-		return f, fmt.Errorf("window: want two fractions [from, until], got %d values", len(y.Window))
+		return f, m.errAt(p+".window", "want two fractions [from, until], got %d values", len(y.Window))
+	}
+	if math.IsNaN(f.Probability) || math.IsInf(f.Probability, 0) {
+		return f, m.errAt(p+".probability", "%g is not a finite number", f.Probability)
 	}
 	if err := f.Fault.Validate(0); err != nil {
-		return f, err
+		return f, m.errAt(p, "%v", err)
 	}
 	return f, nil
-}
-
-// validate checks the workload part by building a trial configuration,
-// so the scenario loader and the workload agree on what is valid.
-func (s *Scenario) validate() error {
-	_, err := workload.Check(s.Workload(0))
-	return err
-}
-
-// faultLines returns the line of each entry of the top-level faults list
-// (the strict decode has already succeeded, so b is well-formed).
-func faultLines(b []byte) []int {
-	var doc yaml.Node
-	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
-		return nil
-	}
-	m := doc.Content[0]
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == "faults" {
-			var lines []int
-			for _, n := range m.Content[i+1].Content {
-				lines = append(lines, n.Line)
-			}
-			return lines
-		}
-	}
-	return nil
 }

@@ -7,6 +7,50 @@
 //
 // The loader is strict: an unknown field is an error that names the field
 // and its line, and every value is validated (see Parse).
+//
+// # Limits
+//
+// Every field has a documented range. A value outside it is an error that
+// wraps ErrInvalid and names the line, the field and the limit, e.g.
+// "line 12: workload.clients: 10000000 is above the limit of 10000". An
+// integer field holding 3.5 is an error, never truncated; NaN and
+// infinities are errors wherever a number is expected.
+//
+//	field                              limit
+//	(file)                             at most 1 MiB (MaxFileSize), one YAML document
+//	name                               required, at most 100 bytes (MaxNameLen), no control characters
+//	duration                           > 0, at most 24h (workload.MaxDuration)
+//	engine.lease_ttl                   required, 10ms to 24h (workload.MinLeaseTTL, MaxLeaseTTL)
+//	engine.heartbeat                   on, off, or an interval of at least 1ms below the lease TTL
+//	engine.retention                   absent (the engine's default) or 1s to 30 days
+//	engine.conflict_wait               at most 10m (workload.MaxWait)
+//	completer.count                    1 to 100 (workload.MaxCompleters) when completer is written
+//	completer.every                    required there, 1ms to 10m (workload.MinCompleterEvery, MaxWait)
+//	completer.older_than               at most 10m
+//	workload.clients                   absent (16) or 1 to 10,000 (workload.MaxClients); 0 is an error
+//	workload.rate                      0 (closed loop) to 1,000,000 requests/s
+//	workload.batch                     0 or 1 (one call per delivery) to 1,000 (workload.MaxBatch); not with retry.timeout
+//	workload.keys.space                at most 1,000,000,000
+//	workload.keys.zipf_s               above 1, at most 10
+//	workload.keys.concurrent, delayed  0 to 100 copies each
+//	workload.keys.delay                at most 10m
+//	workload.retry.max_attempts        0 (one) to 1,000
+//	workload.retry.timeout             0 (none) or 1ms to 10m
+//	workload.retry.backoff, max_backoff at most 10m
+//	workload.business.latency.*        at most 10m
+//	fractions, rates, jitter           finite, in [0, 1]
+//	faults                             at most 100 entries (MaxFaults)
+//	faults[].duration (pause)          at most 10m (MaxPause)
+//	faults[].count                     at most 10,000 (chaos.MaxCount) and 1,000 per second of the
+//	                                   fault's window at the scenario's duration (chaos.MaxCountPerSecond)
+//	faults[].probability               finite, in (0, 1]
+//	thresholds.max_p99                 at most 24h
+//	thresholds.min_throughput          finite, >= 0
+//	thresholds.max_error_rate          finite, in [0, 1]
+//
+// Scenario.Apply checks a caller's overrides (command-line flags) against
+// the same limits; chaos.New checks the fault counts again at the run's
+// duration.
 package scenarios
 
 import (
@@ -29,10 +73,16 @@ type Scenario struct {
 	Duration time.Duration
 	// Engine is the engine configuration (Recovery is left to the caller).
 	Engine workload.Engine
+	// Completer is the background completers of the run (none when its
+	// Count is zero; Pass is left to the caller).
+	Completer workload.Completer
 	// Clients, Rate, Keys, Retry and Business shape the workload.
-	Clients  int
-	Rate     float64
-	Keys     workload.Keys
+	Clients int
+	Rate    float64
+	Keys    workload.Keys
+	// Batch, above 1, makes the clients consumers that send what they pull
+	// in batches of this size with Engine.DoBatch (workload.Config.Batch).
+	Batch    int
 	Retry    workload.Retry
 	Business workload.Business
 	// Faults is the fault schedule, with windows as fractions of the
@@ -75,13 +125,15 @@ func (s *Scenario) Workload(d time.Duration) workload.Config {
 		d = s.Duration
 	}
 	return workload.Config{
-		Duration: d,
-		Clients:  s.Clients,
-		Rate:     s.Rate,
-		Keys:     s.Keys,
-		Retry:    s.Retry,
-		Business: s.Business,
-		Engine:   s.Engine,
+		Duration:  d,
+		Clients:   s.Clients,
+		Rate:      s.Rate,
+		Batch:     s.Batch,
+		Keys:      s.Keys,
+		Retry:     s.Retry,
+		Business:  s.Business,
+		Engine:    s.Engine,
+		Completer: s.Completer,
 	}
 }
 

@@ -1,27 +1,32 @@
-// Command consumer shows idem.Engine.Consume in a channel-fed consumer: an
-// at-least-once broker delivers every message one to three times to
-// concurrent workers, some messages fail retryably once, some can never
-// succeed, and one message id is reused for a different payload. Every
-// valid message is charged exactly once.
+// Command consumer charges payments from a real message broker, RabbitMQ
+// or NATS JetStream, through idem.Engine.Consume and the broker adapters
+// idem/idemamqp and idem/idemnats. The publisher sends every message one to
+// three times (publisher retries), some messages fail retryably once, some
+// can never succeed (poison), one message id is reused for a different
+// payload, and one consumer dies after a charge and before its ack, so the
+// broker redelivers that message to another consumer. Every valid message
+// is charged exactly once; poison and reused messages end in the
+// dead-letter queue (stream) once each.
 //
-//	go run ./examples/consumer --messages 20 --workers 4 --seed 1
+//	go run ./examples/consumer --broker rabbitmq --url amqp://guest:guest@127.0.0.1:5672/
+//	go run ./examples/consumer --broker nats --url nats://127.0.0.1:4222
+//
+// The queue (stream) and its dead-letter queue (stream) are created for the
+// run and deleted at its end, Ctrl-C included.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idembench/idembench/backends/memstore"
@@ -33,9 +38,12 @@ func main() {
 	defer stop()
 	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
 	var cfg config
+	fs.StringVar(&cfg.broker, "broker", "rabbitmq", "rabbitmq or nats")
+	fs.StringVar(&cfg.url, "url", "", "broker URL (default amqp://guest:guest@127.0.0.1:5672/ or nats://127.0.0.1:4222)")
 	fs.IntVar(&cfg.messages, "messages", 20, "distinct messages to publish")
-	fs.IntVar(&cfg.workers, "workers", 4, "concurrent workers")
+	fs.IntVar(&cfg.workers, "workers", 4, "concurrent consumers")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed for duplicates and amounts")
+	fs.BoolVar(&cfg.crash, "crash", true, "kill one consumer after a charge, before its ack")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
@@ -51,171 +59,100 @@ func main() {
 }
 
 type config struct {
+	broker   string
+	url      string
 	messages int
 	workers  int
 	seed     uint64
+	crash    bool
 }
 
-// message is what the producer publishes: charge Amount to Account.
-type message struct {
-	ID      string `json:"id"`
-	Account string `json:"account"`
-	Amount  int64  `json:"amount"`
-}
+// leaseTTL is short so that the redelivery of the crashed consumer's
+// message takes its lease over quickly.
+const leaseTTL = time.Second
 
-func (m message) fingerprint() idem.Fingerprint {
-	b, _ := json.Marshal(m)
-	return idem.NewFingerprint(b)
-}
+// errCrash is the crash fault: the consumer dies after the charge.
+var errCrash = errors.New("consumer killed after the charge, before the ack")
 
-// Which messages misbehave, by position.
-func flaky(i int) bool   { return i%7 == 6 }   // fails once, retryably
-func invalid(i int) bool { return i%11 == 10 } // amount 0: fails permanently
-
-// publish returns the messages, how often each is published, and the
-// message that reuses the first one's id with another payload.
-func publish(cfg config) ([]message, []int) {
-	r := rand.New(rand.NewPCG(cfg.seed, cfg.seed))
-	var msgs []message
-	var copies []int
-	for i := range cfg.messages {
-		m := message{ID: fmt.Sprintf("msg-%03d", i), Account: fmt.Sprintf("acct-%d", i%3), Amount: 1 + r.Int64N(100)}
-		if invalid(i) {
-			m.Amount = 0
-		}
-		msgs = append(msgs, m)
-		copies = append(copies, 1+r.IntN(3))
-	}
-	if len(msgs) > 0 {
-		impostor := msgs[0]
-		impostor.Amount += 1000
-		msgs = append(msgs, impostor)
-		copies = append(copies, 1)
-	}
-	return msgs, copies
-}
-
-// ledger is the side effect: account balances, and how often each message
-// was applied.
-type ledger struct {
-	mu       sync.Mutex
-	balance  map[string]int64
-	applied  map[string]int
-	attempts map[string]int
-}
-
-var errInvalidAmount = errors.New("invalid amount")
-
-// charge is the business function a worker runs under the message's key.
-func (l *ledger) charge(_ context.Context, m message, pos map[string]int) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.attempts[m.ID]++
-	i := pos[m.ID]
-	if m.Amount <= 0 {
-		return idem.Permanent(fmt.Errorf("%s: %w %d", m.ID, errInvalidAmount, m.Amount))
-	}
-	if flaky(i) && l.attempts[m.ID] == 1 {
-		return fmt.Errorf("%s: payment provider timed out", m.ID)
-	}
-	time.Sleep(time.Millisecond) // long enough for duplicates to meet in flight
-	l.balance[m.Account] += m.Amount
-	l.applied[m.ID]++
-	return nil
-}
-
-// report is the outcome of one run.
-type report struct {
-	seed        uint64
-	workers     int
-	messages    []message
-	published   int
-	decisions   map[idem.Decision]int
-	applied     map[string]int
-	balance     map[string]int64
-	failed      []string // permanently failed message ids
-	deadLetters []message
-}
-
-// run publishes, consumes with cfg.workers workers until every delivery is
-// settled, and reports.
+// run publishes, consumes until every copy is settled, and reports.
 func run(ctx context.Context, cfg config) (*report, error) {
 	if cfg.workers < 1 {
 		return nil, fmt.Errorf("--workers %d: need at least 1", cfg.workers)
 	}
+	msgs, copies := publish(cfg)
+	l := newLedger(msgs)
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
-	eng := idem.New(store)
-
-	msgs, copies := publish(cfg)
-	pos := make(map[string]int)
-	for i, m := range msgs[:cfg.messages] {
-		pos[m.ID] = i
+	// The crash: the first execution of the second message returns an
+	// error at PointAfterFn, after the charge and before the outcome is
+	// stored; the consumer then drops the delivery without acking it.
+	var crashed atomic.Bool
+	crashed.Store(!cfg.crash || len(msgs) < 2)
+	hook := func(ctx context.Context, p idem.Point, lease idem.Lease) error {
+		if p == idem.PointAfterFn && lease.Key == msgs[1].ID && crashed.CompareAndSwap(false, true) {
+			return errCrash
+		}
+		return nil
 	}
-	b := newBroker(msgs, copies, 2*time.Millisecond)
-	l := &ledger{balance: map[string]int64{}, applied: map[string]int{}, attempts: map[string]int{}}
-	var failedMu sync.Mutex
-	failed := map[string]bool{}
-
-	var wg sync.WaitGroup
-	for range cfg.workers {
-		wg.Go(func() {
-			for {
-				var d delivery
-				select {
-				case <-ctx.Done():
-					return
-				case <-b.done:
-					return
-				case d = <-b.deliveries:
-				}
-				dec, err := eng.Consume(ctx, d.msg.ID, d.msg.fingerprint(), func(ctx context.Context) error {
-					return l.charge(ctx, d.msg, pos)
-				})
-				if dec == idem.Ack && errors.Is(err, errInvalidAmount) {
-					failedMu.Lock()
-					failed[d.msg.ID] = true
-					failedMu.Unlock()
-				}
-				b.settle(d, dec)
-			}
-		})
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	rep := &report{seed: cfg.seed, workers: cfg.workers, messages: msgs, decisions: b.decisions,
-		applied: l.applied, balance: l.balance, deadLetters: b.deadLetter}
+	eng := idem.New(store, idem.WithLeaseTTL(leaseTTL), idem.WithHook(hook), idem.WithRecovery(l.recover))
+	defer eng.Close()
+	rep := &report{cfg: cfg, messages: msgs, ledger: l}
 	for _, c := range copies {
 		rep.published += c
 	}
-	for id := range failed {
-		rep.failed = append(rep.failed, id)
+	var err error
+	switch cfg.broker {
+	case "rabbitmq":
+		err = runRabbitMQ(ctx, cfg, eng, l, msgs, copies, rep)
+	case "nats":
+		err = runNATS(ctx, cfg, eng, l, msgs, copies, rep)
+	default:
+		err = fmt.Errorf("--broker %q: want rabbitmq or nats", cfg.broker)
 	}
-	sort.Strings(rep.failed)
-	return rep, nil
+	return rep, err
 }
+
+// report is the outcome of one run.
+type report struct {
+	cfg          config
+	messages     []message
+	published    int
+	actions      map[string]int // settle actions by name
+	redelivered  int
+	crashes      int
+	deadLettered int
+	ledger       *ledger
+}
+
+func (r *report) count(action string, redelivered bool) {
+	if r.actions == nil {
+		r.actions = map[string]int{}
+	}
+	r.actions[action]++
+	if redelivered {
+		r.redelivered++
+	}
+}
+
+// settled counts the acked and dead-lettered copies.
+func (r *report) settled() int { return r.actions["ack"] + r.actions["dead-letter"] }
 
 // print writes the report.
 func (r *report) print(w io.Writer) {
-	fmt.Fprintf(w, "seed %d: %d messages published as %d deliveries, %d workers\n", r.seed, len(r.messages), r.published, r.workers)
-	fmt.Fprintf(w, "decisions: ack %d, nack %d, requeue %d, reject %d\n",
-		r.decisions[idem.Ack], r.decisions[idem.Nack], r.decisions[idem.Requeue], r.decisions[idem.Reject])
+	fmt.Fprintf(w, "%s, seed %d: %d messages published as %d copies, %d consumers\n",
+		r.cfg.broker, r.cfg.seed, len(r.messages), r.published, r.cfg.workers)
+	var acts []string
+	for _, a := range slices.Sorted(maps.Keys(r.actions)) {
+		acts = append(acts, fmt.Sprintf("%s %d", a, r.actions[a]))
+	}
+	fmt.Fprintf(w, "settled: %s; %d deliveries were redeliveries\n", strings.Join(acts, ", "), r.redelivered)
 	counts := map[int]int{}
-	for _, n := range r.applied {
-		counts[n]++
+	for _, m := range r.messages[:r.cfg.messages] {
+		counts[r.ledger.charges(m.ID)]++
 	}
 	for _, n := range slices.Sorted(maps.Keys(counts)) {
 		fmt.Fprintf(w, "charged %d time(s): %d messages\n", n, counts[n])
 	}
-	failed := strings.Join(r.failed, " ")
-	if failed == "" {
-		failed = "none"
-	}
-	fmt.Fprintf(w, "failed permanently (acked, stored): %s\n", failed)
-	for _, m := range r.deadLetters {
-		fmt.Fprintf(w, "dead-lettered: %s (id reused with amount %d)\n", m.ID, m.Amount)
-	}
+	fmt.Fprintf(w, "consumers killed after a charge, before the ack: %d\n", r.crashes)
+	fmt.Fprintf(w, "dead-letter queue: %d messages (poison and reused ids)\n", r.deadLettered)
 }

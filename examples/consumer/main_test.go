@@ -6,78 +6,64 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/internal/testenv"
 )
 
+func brokerURL(t *testing.T, broker string) string {
+	t.Helper()
+	if broker == "rabbitmq" {
+		return testenv.AMQPURL(t)
+	}
+	return testenv.NATSURL(t)
+}
+
 func TestEveryValidMessageChargedOnce(t *testing.T) {
-	for _, workers := range []int{1, 4, 16} {
-		for seed := uint64(1); seed <= 3; seed++ {
-			t.Run(fmt.Sprintf("workers=%d/seed=%d", workers, seed), func(t *testing.T) {
-				cfg := config{messages: 40, workers: workers, seed: seed}
-				rep, err := run(context.Background(), cfg)
+	for _, broker := range []string{"rabbitmq", "nats"} {
+		for _, tc := range []struct {
+			workers int
+			seed    uint64
+		}{{1, 1}, {4, 2}} {
+			t.Run(fmt.Sprintf("%s/workers=%d/seed=%d", broker, tc.workers, tc.seed), func(t *testing.T) {
+				cfg := config{broker: broker, url: brokerURL(t, broker), messages: 24, workers: tc.workers, seed: tc.seed, crash: true}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				rep, err := run(ctx, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var wantFailed []string
+				invalids := 0
 				for i := range cfg.messages {
 					id := fmt.Sprintf("msg-%03d", i)
 					want := 1
 					if invalid(i) {
 						want = 0
-						wantFailed = append(wantFailed, id)
+						invalids++
 					}
-					if got := rep.applied[id]; got != want {
+					if got := rep.ledger.charges(id); got != want {
 						t.Errorf("%s charged %d times, want %d", id, got, want)
 					}
 				}
-				if got, want := strings.Join(rep.failed, " "), strings.Join(wantFailed, " "); got != want {
-					t.Errorf("failed permanently: %q, want %q", got, want)
+				if want := invalids + 1; rep.deadLettered != want || rep.actions["dead-letter"] != want {
+					t.Errorf("dead-lettered %d (actions %d), want %d: the poison messages and the reused id, once each",
+						rep.deadLettered, rep.actions["dead-letter"], want)
 				}
-				if len(rep.deadLetters) != 1 || rep.deadLetters[0].ID != "msg-000" {
-					t.Errorf("dead letters %+v, want one copy of msg-000", rep.deadLetters)
+				if rep.settled() != rep.published {
+					t.Errorf("%d copies settled, %d published", rep.settled(), rep.published)
 				}
-				settled := rep.decisions[idem.Ack] + rep.decisions[idem.Reject]
-				if settled != rep.published {
-					t.Errorf("%d deliveries settled, %d published", settled, rep.published)
+				if rep.crashes != 1 || rep.redelivered == 0 {
+					t.Errorf("%d crashes, %d redeliveries; want the crash and its redelivery", rep.crashes, rep.redelivered)
 				}
-				if rep.decisions[idem.Nack] == 0 {
-					t.Error("no flaky message was nacked")
+				if rep.actions["requeue"] == 0 {
+					t.Error("no flaky message was requeued")
+				}
+				var out bytes.Buffer
+				rep.print(&out)
+				if !strings.Contains(out.String(), fmt.Sprintf("charged 1 time(s): %d messages", cfg.messages-invalids)) {
+					t.Errorf("report:\n%s", out.String())
 				}
 			})
 		}
-	}
-}
-
-func TestReport(t *testing.T) {
-	rep, err := run(context.Background(), config{messages: 12, workers: 1, seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	rep.print(&out)
-	for _, want := range []string{
-		"seed 1: 13 messages",
-		"charged 1 time(s): 11 messages",
-		"failed permanently (acked, stored): msg-010",
-		"dead-lettered: msg-000",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, out.String())
-		}
-	}
-}
-
-func TestRunNeedsAWorker(t *testing.T) {
-	if _, err := run(context.Background(), config{messages: 1}); err == nil {
-		t.Fatal("run with 0 workers succeeded")
-	}
-}
-
-func TestRunStopsWhenCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := run(ctx, config{messages: 50, workers: 4, seed: 1}); err != context.Canceled {
-		t.Fatalf("run with a cancelled context: %v", err)
 	}
 }

@@ -10,7 +10,11 @@
 // Flags: --addr (default 127.0.0.1:8089), --backend memory|redis|postgres
 // (default memory), --redis-url and --postgres-url (defaults from
 // IDEM_REDIS_URL and IDEM_POSTGRES_URL), --conflict-wait (how long a
-// duplicate waits for a request in flight before 409; default 0).
+// duplicate waits for a request in flight before 409; default 0),
+// --downstream (a payment provider charged once per payment) and --flaw
+// (a known-bad idempotency design, see flaws.go). GET /metrics serves the
+// engine's transition counters and durations (idem/idemotel) in the
+// Prometheus format.
 package main
 
 import (
@@ -52,7 +56,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	redisURL := fs.String("redis-url", os.Getenv("IDEM_REDIS_URL"), "Redis URL for --backend redis")
 	postgresURL := fs.String("postgres-url", os.Getenv("IDEM_POSTGRES_URL"), "PostgreSQL URL for --backend postgres")
 	conflictWait := fs.Duration("conflict-wait", 0, "how long a duplicate waits for a request in flight (0: answer 409 at once)")
+	svcOpts := addServiceFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := svcOpts.check(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -64,7 +72,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeStore()
-	eng := idem.New(store, idem.WithConflictWait(*conflictWait, 0))
+	met, err := newMetrics(*backend)
+	if err != nil {
+		return err
+	}
+	defer met.close(context.Background())
+	eng := idem.New(store, idem.WithConflictWait(*conflictWait, 0), met.engineOption())
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -72,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := log.New(stderr, "httpserver: ", log.LstdFlags)
 	srv := &http.Server{
-		Handler:           newAPI(eng, newLedger(), logger),
+		Handler:           met.mount(newService(eng, newLedger(), logger, *svcOpts)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog:          logger,
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/idembench/idembench/idem"
-	"github.com/idembench/idembench/idem/idemhttp"
 )
 
 // payment is a created payment, as the API returns it.
@@ -54,29 +53,17 @@ func (l *ledger) count() int {
 
 // newAPI returns the payments API: POST /payments behind the idempotency
 // middleware (key required), GET /payments/{id} without it. logger receives
-// the errors the middleware reports (store failures).
+// the errors the middleware reports (store failures). It is newService
+// without a downstream provider and without a flaw.
 func newAPI(eng *idem.Engine, l *ledger, logger *log.Logger) http.Handler {
-	mw := idemhttp.Middleware(eng, idemhttp.Options{
-		OnError: func(r *http.Request, err error) { logger.Printf("%s %s: %v", r.Method, r.URL.Path, err) },
-	})
-	mux := http.NewServeMux()
-	mux.Handle("POST /payments", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		createPayment(w, r, l)
-	})))
-	mux.HandleFunc("GET /payments/{id}", func(w http.ResponseWriter, r *http.Request) {
-		p, ok := l.get(r.PathValue("id"))
-		if !ok {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such payment"})
-			return
-		}
-		writeJSON(w, http.StatusOK, p)
-	})
-	return mux
+	return newService(eng, l, logger, serviceOptions{})
 }
 
-// createPayment validates the body and creates the payment. Its 4xx answers
-// are stored and replayed like its 201s.
-func createPayment(w http.ResponseWriter, r *http.Request, l *ledger) {
+// createPayment validates the body, charges the downstream provider when
+// charge is not nil, and creates the payment. Its 4xx answers are stored
+// and replayed like its 201s; a failed charge answers 502, which is not
+// stored, so the client may retry with the same key.
+func createPayment(w http.ResponseWriter, r *http.Request, l *ledger, charge chargeFunc) {
 	var req struct {
 		Amount   int64  `json:"amount"`
 		Currency string `json:"currency"`
@@ -94,6 +81,12 @@ func createPayment(w http.ResponseWriter, r *http.Request, l *ledger) {
 	if !isCurrency(req.Currency) {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "currency must be three upper-case letters"})
 		return
+	}
+	if charge != nil {
+		if err := charge(r, req.Amount, req.Currency); err != nil {
+			writeJSON(w, http.StatusBadGateway, map[string]string{"error": "payment provider: " + err.Error()})
+			return
+		}
 	}
 	p := l.create(req.Amount, req.Currency)
 	w.Header().Set("Location", "/payments/"+p.ID)

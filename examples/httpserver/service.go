@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/idem/idemhttp"
+)
+
+// serviceOptions are the flags that shape the API beyond its store:
+// --downstream (the payment provider to charge) and --flaw (a known-bad
+// idempotency design, for idembench's black-box mode).
+type serviceOptions struct {
+	downstream string
+	flaw       string
+}
+
+// addServiceFlags registers --downstream and --flaw on fs.
+func addServiceFlags(fs *flag.FlagSet) *serviceOptions {
+	o := &serviceOptions{}
+	fs.StringVar(&o.downstream, "downstream", "", "payment provider URL charged once per payment (POST URL/charges with the Idempotency-Key); empty: none")
+	fs.StringVar(&o.flaw, "flaw", "", "known-bad idempotency design to run instead of the correct one: "+strings.Join(flawNames(), ", "))
+	return o
+}
+
+// check reports an unknown flaw.
+func (o *serviceOptions) check() error {
+	if o.flaw != "" && flaws[o.flaw] == nil {
+		return fmt.Errorf("unknown --flaw %q (valid: %s)", o.flaw, strings.Join(flawNames(), ", "))
+	}
+	return nil
+}
+
+// chargeFunc charges the payment provider for the request's payment.
+type chargeFunc func(r *http.Request, amount int64, currency string) error
+
+// newCharger returns the charge function for the provider at base, or nil
+// when base is empty. Every charge carries the request's Idempotency-Key,
+// so the provider sees each payment's key. The charge outlives the client:
+// a client that gives up does not abort a charge in flight.
+func newCharger(base string) chargeFunc {
+	if base == "" {
+		return nil
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	url := strings.TrimRight(base, "/") + "/charges"
+	return func(r *http.Request, amount int64, currency string) error {
+		body, _ := json.Marshal(map[string]any{"amount": amount, "currency": currency})
+		req, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(idemhttp.DefaultHeader, r.Header.Get(idemhttp.DefaultHeader))
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("provider answered %d", resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+// newService returns the payments API: POST /payments and POST /transfers
+// (the same operation on two paths) behind the idempotency middleware, the
+// key scoped by path so the two never share a key, and GET /payments/{id}
+// without it. With opts.flaw set, the idempotency layer is the named
+// known-bad design instead (flaws.go).
+func newService(eng *idem.Engine, l *ledger, logger *log.Logger, opts serviceOptions) http.Handler {
+	mwOpts := idemhttp.Options{
+		OnError: func(r *http.Request, err error) { logger.Printf("%s %s: %v", r.Method, r.URL.Path, err) },
+		Scope:   func(r *http.Request) string { return r.URL.Path },
+	}
+	charge := newCharger(opts.downstream)
+	create := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		createPayment(w, r, l, charge)
+	}))
+	guard := idemhttp.Middleware(eng, mwOpts)
+	if f := flaws[opts.flaw]; f != nil {
+		guard = f(eng, mwOpts, charge)
+		if opts.flaw == flawEffectBeforeClaim {
+			// The flawed layer charges; the handler must not charge again.
+			create = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { createPayment(w, r, l, nil) })
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /payments", guard(create))
+	mux.Handle("POST /transfers", guard(create))
+	mux.HandleFunc("GET /payments/{id}", func(w http.ResponseWriter, r *http.Request) {
+		p, ok := l.get(r.PathValue("id"))
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such payment"})
+			return
+		}
+		writeJSON(w, http.StatusOK, p)
+	})
+	return mux
+}

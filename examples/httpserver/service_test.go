@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idembench/idembench/backends/memstore"
+	"github.com/idembench/idembench/idem"
+)
+
+func TestUnknownFlaw(t *testing.T) {
+	err := run(context.Background(), []string{"--flaw", "nope"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "check-then-act") {
+		t.Fatalf("err %v, want an error listing the valid flaws", err)
+	}
+}
+
+// provider is a fake payment provider that records the keys it is
+// charged with, and fails while fail is set.
+type provider struct {
+	mu   sync.Mutex
+	keys []string
+	fail bool
+}
+
+func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	p.keys = append(p.keys, r.Header.Get("Idempotency-Key"))
+}
+
+func (p *provider) setFail(fail bool) {
+	p.mu.Lock()
+	p.fail = fail
+	p.mu.Unlock()
+}
+
+func TestDownstreamCharge(t *testing.T) {
+	cases := []struct {
+		flaw        string
+		wantCharges int
+	}{
+		{"", 1},
+		{flawEffectBeforeClaim, 2}, // the retry charges again
+	}
+	for _, tc := range cases {
+		t.Run("flaw="+tc.flaw, func(t *testing.T) {
+			prov := &provider{}
+			ps := httptest.NewServer(prov)
+			defer ps.Close()
+			store := memstore.New(memstore.Options{SweepInterval: -1})
+			defer store.Close()
+			api := httptest.NewServer(newService(idem.New(store), newLedger(), log.New(io.Discard, "", 0),
+				serviceOptions{downstream: ps.URL, flaw: tc.flaw}))
+			defer api.Close()
+			body := `{"amount":100,"currency":"EUR"}`
+
+			prov.setFail(true)
+			if st, _, _ := call(t, "POST", api.URL+"/payments", "k1", body); st != http.StatusBadGateway {
+				t.Fatalf("failed charge: status %d, want 502", st)
+			}
+			prov.setFail(false)
+			for i := range 2 {
+				st, replayed, _ := call(t, "POST", api.URL+"/payments", "k1", body)
+				if st != http.StatusCreated || replayed != (i == 1) {
+					t.Fatalf("attempt %d: status %d replayed %v", i+2, st, replayed)
+				}
+			}
+			prov.mu.Lock()
+			defer prov.mu.Unlock()
+			if len(prov.keys) != tc.wantCharges || prov.keys[0] != "k1" {
+				t.Errorf("charges %v, want %d carrying the key k1", prov.keys, tc.wantCharges)
+			}
+		})
+	}
+}

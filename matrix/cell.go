@@ -68,8 +68,8 @@ type Cell struct {
 	// matches.
 	Match bool `json:"match"`
 	// ByChance marks an unsafe cell whose violation needs the fault to
-	// hit a narrow window; Missed is set when this run found none (not
-	// counted as a difference, not a pass either).
+	// hit a narrow window; Missed is set when this run found none, which
+	// is a difference all the same (Differs).
 	ByChance   bool `json:"by_chance,omitempty"`
 	Missed     bool `json:"missed,omitempty"`
 	Violations int  `json:"violations"`
@@ -109,9 +109,13 @@ func (c *Cell) Status() string {
 	return "yes"
 }
 
-// Differs reports whether the cell ran and differs from the theory (a
-// miss by chance does not count).
-func (c *Cell) Differs() bool { return c.Status() == "NO" && c.Observed != Error }
+// Differs reports whether the cell ran and differs from the theory. An
+// unsafe cell that was not found differs too, even one whose window is
+// narrow (ByChance): a matrix that misses a flaw it claims to test fails.
+func (c *Cell) Differs() bool {
+	s := c.Status()
+	return (s == "NO" || s == "missed") && c.Observed != Error
+}
 
 // sink maps a configuration to the harness's sink and recovery.
 func (c Config) sink() (sink string, noRecovery bool) {

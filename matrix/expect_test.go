@@ -42,8 +42,8 @@ func TestExpectations(t *testing.T) {
 		{Recovery, Failover, string(backendfault.RedisSentinel), Unsafe, false},
 		{Plain, Failover, string(backendfault.RedisSentinel), Unsafe, false},
 		{Recovery, Failover, string(backendfault.RedisWait), Safe, false},
-		{Fenced, Failover, string(backendfault.RedisWait), Unsafe, true},
-		{Plain, Failover, string(backendfault.PostgresSync), Unsafe, true},
+		{Fenced, Failover, string(backendfault.RedisWait), Unsafe, false},
+		{Plain, Failover, string(backendfault.PostgresSync), Unsafe, false},
 		{Recovery, Failover, string(backendfault.RedisCluster), Unsafe, false},
 		{Fenced, Failover, string(backendfault.RedisCluster), Unsafe, false},
 		{Recovery, Failover, string(backendfault.PostgresAsync), Unsafe, false},
@@ -102,6 +102,10 @@ func TestStatus(t *testing.T) {
 	for _, c := range cases {
 		if got := c.cell.Status(); got != c.want {
 			t.Errorf("%+v: status %q, want %q", c.cell, got, c.want)
+		}
+		// Everything but "yes" and "not run" fails the matrix, a miss too.
+		if got, want := c.cell.Differs(), c.want == "NO" || c.want == "missed"; got != want {
+			t.Errorf("%+v: Differs %t, want %t", c.cell, got, want)
 		}
 	}
 }

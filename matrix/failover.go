@@ -7,14 +7,22 @@ import (
 	"github.com/idembench/idembench/harness"
 )
 
-// howFailover is the failover column's How.
-const howFailover = "SIGKILL of the primary right after a completion, replica promoted (200ms replication lag)"
+// howFailover is the failover column's How on an asynchronous topology,
+// howFailoverSync on a synchronous one (backendfault.Failover).
+const (
+	howFailover     = "SIGKILL of the primary right after a completion, replica promoted (200ms replication lag)"
+	howFailoverSync = "SIGKILL of the primary right after an effect, replica promoted 3s later (200ms replication lag)"
+)
 
 // failover adds the failover cell of cfg on kind's backend; the variant is
 // the kind.
 func (l *cellList) failover(cfg Config, kind backendfault.FailoverKind) {
+	how := howFailover
+	if kind == backendfault.RedisWait || kind == backendfault.PostgresSync {
+		how = howFailoverSync
+	}
 	l.add(Cell{Config: cfg, Backend: harness.Backend(kind.Backend()), Fault: Failover, Variant: string(kind),
-		How: howFailover, scenario: "duplicates", failover: kind})
+		How: how, scenario: "duplicates", failover: kind})
 }
 
 // failoverColumn adds every failover cell: the fenced configurations on

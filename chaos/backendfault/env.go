@@ -40,6 +40,9 @@ func Open(ctx context.Context, p *Plan, url string, seed int64) (Env, string, er
 			return nil, url, fmt.Errorf("%w: a failover goes with no other backend fault", ErrPlan)
 		}
 		url, e.hook = p.Failover.URL, e.failoverHook()
+		if st, ok := p.Failover.afterEffect(); ok {
+			e.hook = e.afterEffectHook(st)
+		}
 	}
 	if p.AimRestart > 0 {
 		k, ok := p.Server.(killer)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/chaos/servers"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -79,15 +80,35 @@ func ParseFailoverKind(s string) (FailoverKind, error) {
 }
 
 // Failover is a replicated topology whose primary a run fails over once,
-// aimed: right after the engine recorded a completion (idem.PointAfterComplete),
-// before the reply reaches the client, so the completion the client is
-// told about may exist on the dead primary only.
+// aimed. On an asynchronous topology it is aimed right after the engine
+// recorded a completion (idem.PointAfterComplete), before the reply
+// reaches the client, so the completion the client is told about may exist
+// on the dead primary only. On RedisWait and PostgresSync, where an
+// acknowledged write is on a replica too, it is aimed at the window that
+// replication leaves open: the primary is killed right after one execution's effect
+// (idem.PointAfterFn), its completion meets the dead primary and fails,
+// and only AfterEffectHold later is a replica promoted, with the claim
+// still in progress: a crash after the effect.
 type Failover struct {
 	Kind     FailoverKind
 	Topology servers.Topology
 	// URL is the store's URL, one that follows the promotion: the
 	// Sentinels' (go-redis failover URL) or the multi-host PostgreSQL URL.
 	URL string
+}
+
+// AfterEffectHold is how long an aimed failover after an effect keeps the
+// primary dead before it promotes a replica: longer than the store
+// client's retries of the completion (go-redis: 3 retries, at most 512ms
+// apart, each refused at once by the dead port; pgx: the dead primary
+// refuses, the standby is not read-write).
+const AfterEffectHold = 3 * time.Second
+
+// afterEffect reports whether f is aimed after an effect, not after a
+// completion.
+func (f *Failover) afterEffect() (servers.StepFailover, bool) {
+	s, ok := f.Topology.(servers.StepFailover)
+	return s, ok && (f.Kind == RedisWait || f.Kind == PostgresSync)
 }
 
 // StartFailover starts the topology of kind with FailoverLag of
@@ -104,6 +125,9 @@ func StartFailover(ctx context.Context, kind FailoverKind) (*Failover, func(), e
 			// other follows the new primary, so WAIT 1 is met after the
 			// failover too (with one replica no write would be).
 			opts.Replicas, opts.ReplicationLag = 2, []time.Duration{FailoverLag, FailoverLag}
+			// The Sentinels must not promote on their own while the
+			// aimed failover holds the primary dead (AfterEffectHold).
+			opts.DownAfter = 4 * AfterEffectHold
 		}
 		s, err := servers.StartRedisSentinel(ctx, opts)
 		if err != nil {
@@ -205,6 +229,42 @@ func (e *env) failoverHook() idem.Hook {
 		if err != nil {
 			e.fail(fmt.Errorf("failover %s: %w", e.plan.Failover.Kind, err))
 		}
+		return nil
+	}
+}
+
+// afterEffectHook kills the primary once, at the first effect while the
+// schedule runs (idem.PointAfterFn), and promotes a replica
+// AfterEffectHold later, so the completion of that execution meets the
+// dead primary; it records the window from the kill to the promotion.
+func (e *env) afterEffectHook(st servers.StepFailover) idem.Hook {
+	var fired atomic.Bool
+	return func(ctx context.Context, p idem.Point, l idem.Lease) error {
+		if p != idem.PointAfterFn || !e.running.Load() || !fired.CompareAndSwap(false, true) {
+			return nil
+		}
+		start := history.Now()
+		killed, err := st.KillPrimary()
+		if err != nil {
+			e.fail(fmt.Errorf("failover %s: %w", e.plan.Failover.Kind, err))
+			return nil
+		}
+		e.aimWG.Go(func() {
+			time.Sleep(AfterEffectHold)
+			fctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			promoted, err := st.Promote(fctx)
+			label := fmt.Sprintf("failover %s: %s right after the effect of %s", e.plan.Failover.Kind, killed, l.Key)
+			op := history.Fault(label+", "+promoted, start, history.Now()).OnKey(l.Key, uint64(l.Token))
+			if err != nil {
+				op = history.Fault(label, start, history.NoReturn).OnKey(l.Key, uint64(l.Token))
+				op.Err = err.Error()
+				e.fail(fmt.Errorf("failover %s: %w", e.plan.Failover.Kind, err))
+			}
+			e.mu.Lock()
+			e.windows = append(e.windows, op)
+			e.mu.Unlock()
+		})
 		return nil
 	}
 }

@@ -32,6 +32,21 @@ type Topology interface {
 	Stop() error
 }
 
+// StepFailover is a Topology whose failover can also be taken in two
+// steps, so that writes sent between them meet the dead primary and fail
+// instead of waiting for the promotion: the window of a crash after an
+// effect, on a replicated store.
+type StepFailover interface {
+	Topology
+	// KillPrimary kills the primary with SIGKILL and returns at once
+	// with a label for the fault window; no replica is promoted before
+	// Promote.
+	KillPrimary() (string, error)
+	// Promote promotes a replica after KillPrimary and waits until it
+	// accepts writes; it returns a label for the fault window.
+	Promote(ctx context.Context) (string, error)
+}
+
 // faultWindow is the history record of one failover.
 func faultWindow(start int64, key, label string, err error) history.Op {
 	op := history.Op{Kind: history.KindFault, Client: -1, Worker: -1, Key: key, Call: start, Return: history.Now(), Label: label}

@@ -54,12 +54,13 @@ type PostgresReplicated struct {
 	standby *Postgres
 	proxy   *lagProxy
 
-	mu       sync.Mutex // serializes Failover and Stop
+	mu       sync.Mutex // serializes Failover, its steps and Stop
+	killed   bool       // KillPrimary ran
 	promoted bool
 	stopped  bool
 }
 
-var _ Topology = (*PostgresReplicated)(nil)
+var _ StepFailover = (*PostgresReplicated)(nil)
 
 // StartPostgresReplicated starts a primary (StartPostgres), takes a base
 // backup of it with pg_basebackup -R into the standby's directory, starts
@@ -316,7 +317,7 @@ func (t *PostgresReplicated) Failover(ctx context.Context, key string) (history.
 	if t.stopped {
 		return history.Op{}, ErrStopped
 	}
-	if t.promoted {
+	if t.promoted || t.killed {
 		return history.Op{}, ErrNoReplica
 	}
 	ctx, cancel := withStartTimeout(ctx, failoverTimeout)
@@ -330,6 +331,47 @@ func (t *PostgresReplicated) Failover(ctx context.Context, key string) (history.
 		return faultWindow(start, key, label, err), err
 	}
 	return faultWindow(start, key, label+", promoted "+t.standby.Addr(), nil), nil
+}
+
+// KillPrimary is the first step of a failover taken in two
+// (StepFailover): it kills the primary like a host failure and returns at
+// once; the standby stays in recovery, refusing writes, until Promote. A
+// second KillPrimary returns ErrNoReplica; after Stop, ErrStopped.
+func (t *PostgresReplicated) KillPrimary() (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return "", ErrStopped
+	}
+	if t.promoted || t.killed {
+		return "", ErrNoReplica
+	}
+	if err := t.primary.Kill(); err != nil {
+		return "", err
+	}
+	t.killed = true
+	return "kill primary " + t.primary.Addr(), nil
+}
+
+// Promote is the second step: it promotes the standby (pg_ctl promote)
+// and waits until it is out of recovery. It needs a KillPrimary before
+// it. If ctx has no deadline, it gives up after 60 seconds.
+func (t *PostgresReplicated) Promote(ctx context.Context) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return "", ErrStopped
+	}
+	if !t.killed || t.promoted {
+		return "", errors.New("servers: Promote without KillPrimary")
+	}
+	ctx, cancel := withStartTimeout(ctx, failoverTimeout)
+	defer cancel()
+	t.promoted = true
+	if err := t.promote(ctx); err != nil {
+		return "", err
+	}
+	return "promoted " + t.standby.Addr(), nil
 }
 
 // promote runs pg_ctl promote on the standby and waits until it is out of

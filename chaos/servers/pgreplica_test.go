@@ -3,6 +3,7 @@
 package servers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -124,5 +125,62 @@ func TestFailoverTrialsPostgres(t *testing.T) {
 			}
 			report(t, "postgres, "+c.name, outs)
 		})
+	}
+}
+
+// TestPostgresStepFailover takes a failover in two steps: between them a
+// write fails at once (the primary is dead, the standby read-only) and
+// the standby is still in recovery; after Promote it takes the write.
+func TestPostgresStepFailover(t *testing.T) {
+	t.Parallel()
+	needPostgres(t)
+	ctx := testContext(t)
+	topo, err := StartPostgresReplicated(ctx, PostgresReplicatedOptions{SynchronousCommit: "on"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Stop()
+	if _, err := topo.Promote(ctx); err == nil {
+		t.Fatal("Promote before KillPrimary succeeded")
+	}
+	pool, err := pgxpool.New(ctx, topo.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, "CREATE TABLE steps (v text)"); err != nil {
+		t.Fatal(err)
+	}
+	label, err := topo.KillPrimary()
+	if err != nil || label != "kill primary "+topo.Primary().Addr() {
+		t.Fatalf("KillPrimary = %q, %v", label, err)
+	}
+	if _, err := topo.KillPrimary(); err != ErrNoReplica {
+		t.Fatalf("second KillPrimary = %v, want ErrNoReplica", err)
+	}
+	if _, err := topo.Failover(ctx, "k"); err != ErrNoReplica {
+		t.Fatalf("Failover between the steps = %v, want ErrNoReplica", err)
+	}
+	start := time.Now()
+	if _, err := pool.Exec(ctx, "INSERT INTO steps VALUES ('between')"); err == nil {
+		t.Fatal("a write between KillPrimary and Promote succeeded")
+	} else if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the write between the steps failed after %v, want at once (%v)", took, err)
+	}
+	label, err = topo.Promote(ctx)
+	if err != nil || label != "promoted "+topo.Standby().Addr() {
+		t.Fatalf("Promote = %q, %v", label, err)
+	}
+	if _, err := topo.Promote(ctx); err == nil {
+		t.Fatal("second Promote succeeded")
+	}
+	var n int
+	if err := poll(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		if _, err := pool.Exec(ctx, "INSERT INTO steps VALUES ('after')"); err != nil {
+			return false, nil
+		}
+		return true, pool.QueryRow(ctx, "SELECT count(*) FROM steps").Scan(&n)
+	}); err != nil || n != 1 {
+		t.Fatalf("write after Promote: %d rows, %v", n, err)
 	}
 }

@@ -58,10 +58,11 @@ type RedisSentinel struct {
 	mu      sync.Mutex // serializes Failover and Stop
 	primary int        // index in nodes of the current primary
 	dead    map[int]bool
+	killed  int // index of a primary KillPrimary killed and no Promote followed, else -1
 	stopped bool
 }
 
-var _ Topology = (*RedisSentinel)(nil)
+var _ StepFailover = (*RedisSentinel)(nil)
 
 // StartRedisSentinel starts a primary, its replicas (replicaof the primary,
 // or the lag proxy in front of it) and three Sentinels monitoring it as
@@ -86,7 +87,7 @@ func StartRedisSentinel(ctx context.Context, opts RedisSentinelOptions) (*RedisS
 	}
 	ctx, cancel := withStartTimeout(ctx, 2*redisStartTimeout)
 	defer cancel()
-	s := &RedisSentinel{dead: map[int]bool{}}
+	s := &RedisSentinel{dead: map[int]bool{}, killed: -1}
 	register(s)
 	if err := s.start(ctx, opts); err != nil {
 		return nil, errors.Join(err, s.Stop())
@@ -259,6 +260,9 @@ func (s *RedisSentinel) Failover(ctx context.Context, key string) (history.Op, e
 	if s.stopped {
 		return history.Op{}, ErrStopped
 	}
+	if s.killed >= 0 {
+		return history.Op{}, fmt.Errorf("servers: primary %s already killed, not promoted yet", s.nodes[s.killed].Addr())
+	}
 	if len(s.dead)+1 >= len(s.nodes) {
 		return history.Op{}, ErrNoReplica
 	}
@@ -276,6 +280,75 @@ func (s *RedisSentinel) Failover(ctx context.Context, key string) (history.Op, e
 	}
 	s.primary = next
 	return faultWindow(start, key, label+", promoted "+s.nodes[next].Addr(), nil), nil
+}
+
+// KillPrimary is the first step of a failover taken in two
+// (StepFailover): it kills the current primary with SIGKILL and returns at
+// once, so that writes meet a dead primary; no replica is promoted before
+// Promote unless the Sentinels call the primary down on their own after
+// DownAfter (set DownAfter longer than the gap between the two steps). It
+// fails with ErrNoReplica when no live replica would be left, and after
+// Stop with ErrStopped.
+func (s *RedisSentinel) KillPrimary() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return "", ErrStopped
+	}
+	if s.killed >= 0 {
+		return "", fmt.Errorf("servers: primary %s already killed, not promoted yet", s.nodes[s.killed].Addr())
+	}
+	if len(s.dead)+1 >= len(s.nodes) {
+		return "", ErrNoReplica
+	}
+	old := s.nodes[s.primary]
+	if err := old.Kill(); err != nil {
+		return "", err
+	}
+	s.dead[s.primary] = true
+	s.killed = s.primary
+	return "kill primary " + old.Addr(), nil
+}
+
+// Promote is the second step of a failover taken in two: it asks the
+// Sentinels to fail over now (SENTINEL FAILOVER, which does not wait for
+// down-after-milliseconds) and waits until a replica was promoted and says
+// it is the primary. It needs a KillPrimary before it. If ctx has no
+// deadline, it gives up after 60 seconds.
+func (s *RedisSentinel) Promote(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return "", ErrStopped
+	}
+	if s.killed < 0 {
+		return "", errors.New("servers: Promote without KillPrimary")
+	}
+	ctx, cancel := withStartTimeout(ctx, failoverTimeout)
+	defer cancel()
+	old := s.nodes[s.killed].Addr()
+	// Any one Sentinel may run the failover; one that answers INPROG has
+	// already started it (on its own, or asked before).
+	var asked error
+	for _, sn := range s.sentinels {
+		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr(), MaxRetries: -1})
+		err := c.Failover(ctx, SentinelMaster).Err()
+		_ = c.Close()
+		if err == nil || strings.Contains(err.Error(), "INPROG") {
+			asked = nil
+			break
+		}
+		asked = errors.Join(asked, err)
+	}
+	if asked != nil {
+		return "", fmt.Errorf("servers: no Sentinel took the failover: %w", asked)
+	}
+	next, err := s.awaitPromotion(ctx, old)
+	if err != nil {
+		return "", err
+	}
+	s.primary, s.killed = next, -1
+	return "promoted " + s.nodes[next].Addr(), nil
 }
 
 // awaitPromotion waits until a Sentinel names a node other than old as

@@ -3,6 +3,7 @@
 package servers
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -119,4 +120,65 @@ func TestFailoverTrialsSentinel(t *testing.T) {
 			report(t, "redis sentinel, "+c.name, outs)
 		})
 	}
+}
+
+// TestSentinelStepFailover takes a failover in two steps: nothing is
+// promoted while the primary is dead until Promote asks the Sentinels,
+// and writes sent in between fail at once instead of waiting.
+func TestSentinelStepFailover(t *testing.T) {
+	t.Parallel()
+	needRedis(t)
+	ctx := testContext(t)
+	topo, err := StartRedisSentinel(ctx, RedisSentinelOptions{DownAfter: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Stop()
+	if _, err := topo.Promote(ctx); err == nil {
+		t.Fatal("Promote before KillPrimary succeeded")
+	}
+	client := redis.NewFailoverClient(topo.FailoverOptions())
+	defer client.Close()
+	if err := client.Set(ctx, "k", "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old, replica := topo.Primary(), topo.Nodes()[1]
+	label, err := topo.KillPrimary()
+	if err != nil || label != "kill primary "+old.Addr() {
+		t.Fatalf("KillPrimary = %q, %v", label, err)
+	}
+	if _, err := topo.KillPrimary(); err == nil {
+		t.Fatal("second KillPrimary before Promote succeeded")
+	}
+	if _, err := topo.Failover(ctx, "k"); err == nil {
+		t.Fatal("Failover between KillPrimary and Promote succeeded")
+	}
+	start := time.Now()
+	if err := client.Set(ctx, "k", "between", 0).Err(); err == nil {
+		t.Fatal("a write between KillPrimary and Promote succeeded")
+	} else if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the write between the steps failed after %v, want at once (%v)", took, err)
+	}
+	if isRedisPrimary(ctx, replica.Addr()) {
+		t.Fatal("the replica was promoted before Promote")
+	}
+	label, err = topo.Promote(ctx)
+	if err != nil || label != "promoted "+replica.Addr() || topo.Primary() != replica {
+		t.Fatalf("Promote = %q, %v; primary %s, want %s", label, err, topo.Primary().Addr(), replica.Addr())
+	}
+	var got string
+	if err := poll(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		if err := client.Set(ctx, "k", "after", 0).Err(); err != nil {
+			return false, nil
+		}
+		got, err = client.Get(ctx, "k").Result()
+		return true, err
+	}); err != nil || got != "after" {
+		t.Fatalf("write after Promote: %q, %v", got, err)
+	}
+	if _, err := topo.KillPrimary(); err != ErrNoReplica {
+		t.Fatalf("KillPrimary with no replica left = %v, want ErrNoReplica", err)
+	}
+	_ = client.Close()
+	assertTopologyGone(t, topo)
 }

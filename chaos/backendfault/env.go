@@ -91,6 +91,9 @@ type env struct {
 	running atomic.Bool
 	aimWG   sync.WaitGroup
 
+	// runCtx ends when Stop is called; set by Start before running.
+	runCtx context.Context
+
 	mu      sync.Mutex
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -119,7 +122,7 @@ func (e *env) events() []event {
 func (e *env) Start() {
 	evs := e.events()
 	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel, e.done = cancel, make(chan struct{})
+	e.cancel, e.done, e.runCtx = cancel, make(chan struct{}), ctx
 	if f := e.plan.Failover; f != nil {
 		if err := f.caughtUp(context.Background()); err != nil {
 			e.fail(fmt.Errorf("failover %s: replica not caught up: %w", f.Kind, err))

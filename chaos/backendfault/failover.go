@@ -235,8 +235,9 @@ func (e *env) failoverHook() idem.Hook {
 
 // afterEffectHook kills the primary once, at the first effect while the
 // schedule runs (idem.PointAfterFn), and promotes a replica
-// AfterEffectHold later, so the completion of that execution meets the
-// dead primary; it records the window from the kill to the promotion.
+// AfterEffectHold later (at once if the run stops first), so the
+// completion of that execution meets the dead primary; it records the
+// window from the kill to the promotion.
 func (e *env) afterEffectHook(st servers.StepFailover) idem.Hook {
 	var fired atomic.Bool
 	return func(ctx context.Context, p idem.Point, l idem.Lease) error {
@@ -250,7 +251,12 @@ func (e *env) afterEffectHook(st servers.StepFailover) idem.Hook {
 			return nil
 		}
 		e.aimWG.Go(func() {
-			time.Sleep(AfterEffectHold)
+			// The hold ends early when the run stops: the rest of the run
+			// (recovery, the liveness probe) needs a primary.
+			select {
+			case <-time.After(AfterEffectHold):
+			case <-e.runCtx.Done():
+			}
 			fctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			promoted, err := st.Promote(fctx)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 	"github.com/idembench/idembench/reports"
 )
@@ -154,6 +155,9 @@ func TestInterruptExits130(t *testing.T) {
 	}{
 		{"saved", []string{"--out", filepath.Join(work, "run")}, "wrote the history so far to " + filepath.Join(work, "run"), reports.HistoryFile},
 		{"no-save", []string{"--no-save"}, "nothing written (--no-save)", ""},
+		// Worker processes: each saves its history when told to stop.
+		{"workers", []string{"--backend", "redis", "--redis-url", testenv.RedisURL(t), "--workers", "2", "--out", filepath.Join(work, "workers")},
+			"wrote the history so far to " + filepath.Join(work, "workers"), reports.HistoryFile},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -186,8 +190,16 @@ func TestInterruptExits130(t *testing.T) {
 			if !strings.Contains(stderr.String(), "idembench: interrupted: "+c.want) {
 				t.Errorf("stderr lacks %q:\n%s", c.want, stderr.String())
 			}
-			if c.file != "" && !exists(filepath.Join(work, "run", c.file)) {
-				t.Errorf("run directory lacks %s", c.file)
+			if c.file != "" {
+				out := c.args[len(c.args)-1]
+				b, err := os.ReadFile(filepath.Join(out, c.file))
+				if err != nil {
+					t.Fatalf("run directory: %v", err)
+				}
+				h, err := history.Decode(bytes.NewReader(b))
+				if err != nil || len(h.Ops) == 0 {
+					t.Errorf("history so far: %d ops, %v; want some", opsOf(h), err)
+				}
 			}
 		})
 	}
@@ -284,4 +296,11 @@ func TestCleanFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+func opsOf(h *history.History) int {
+	if h == nil {
+		return 0
+	}
+	return len(h.Ops)
 }

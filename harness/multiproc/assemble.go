@@ -155,3 +155,52 @@ func clientOf(exec string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
+
+// savePartial writes to dir the history of a run cut short by its ctx: the
+// workers' streams as far as they got (a worker killed by the interrupt
+// may have left its last line half written; what precedes it is kept) and
+// the fault windows, unresolved against the ledger. It returns cause,
+// wrapped with what was written.
+func (co *coordinator) savePartial(dir string, streams []string, hdr history.Header, cause error) error {
+	var hs []*history.History
+	for _, p := range streams {
+		if h := readPrefix(p); h != nil {
+			hs = append(hs, h)
+		}
+	}
+	h, err := history.Merge(hs...)
+	if err != nil || len(hs) == 0 {
+		return fmt.Errorf("%w (history so far not written: no worker stream could be read: %v)", cause, err)
+	}
+	h.Header.Start = hdr.Start
+	co.mu.Lock()
+	h.Ops = append(h.Ops, co.windows...)
+	co.mu.Unlock()
+	history.SortByCall(h.Ops)
+	if err := harness.WriteHistory(dir, h); err != nil {
+		return fmt.Errorf("%w (history so far not written: %v)", cause, err)
+	}
+	return fmt.Errorf("%w (history so far written to %s)", cause, dir)
+}
+
+// readPrefix decodes the stream at path up to its first unreadable line;
+// nil if not even its header can be read.
+func readPrefix(path string) *history.History {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	d, err := history.NewReader(f)
+	if err != nil {
+		return nil
+	}
+	h := &history.History{Header: d.Header()}
+	for {
+		var op history.Op
+		if d.Read(&op) != nil {
+			return h
+		}
+		h.Ops = append(h.Ops, op)
+	}
+}

@@ -81,12 +81,14 @@ func newCoordinator(p *harness.Prepared, cfg workload.Config, hdr history.Header
 
 // run starts the workers, injects the process faults, restarts killed
 // workers until the traffic is over, and waits for every worker. It
-// returns the history streams they wrote.
+// returns the history streams they wrote; when ctx ends first, it returns
+// the streams written so far with ctx's error.
 func (co *coordinator) run(ctx context.Context, d time.Duration) ([]string, error) {
 	co.t0 = time.Now()
 	var wg sync.WaitGroup
-	// An interrupted run kills its workers (and resumes a stopped one).
-	stopWatch := context.AfterFunc(ctx, co.killAll)
+	// An interrupted run stops its workers (and resumes a stopped one):
+	// each saves the history it has, and is killed if it takes too long.
+	stopWatch := context.AfterFunc(ctx, co.interruptAll)
 	defer stopWatch()
 	for i := range co.n {
 		if err := co.start(ctx, &wg, i, d); err != nil {
@@ -105,11 +107,12 @@ func (co *coordinator) run(ctx context.Context, d time.Duration) ([]string, erro
 	stopPauses()
 	pw.Wait()
 	co.p.Faults.Stop()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		// The streams written so far, for a partial history.
+		return co.streams, err
+	}
 	if co.failed != nil {
 		return nil, co.failed
 	}
@@ -282,7 +285,28 @@ func stopFor(ctx context.Context, cmd *exec.Cmd, d time.Duration) (int64, bool) 
 	return start, true
 }
 
-// killAll kills every worker (an interrupted run).
+// interruptGrace is how long an interrupted worker has to save its
+// history before it is killed.
+const interruptGrace = time.Second
+
+// interruptAll asks every worker to stop (SIGTERM: it ends its traffic and
+// saves the history it has) and kills those still running interruptGrace
+// later.
+func (co *coordinator) interruptAll() {
+	co.mu.Lock()
+	co.stopping = true
+	for _, c := range co.procs {
+		if c != nil && c.Process != nil {
+			_ = c.Process.Signal(syscall.SIGCONT)
+			_ = c.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	co.mu.Unlock()
+	time.AfterFunc(interruptGrace, co.killAll)
+}
+
+// killAll kills every worker (a failed start, or an interrupted worker
+// that did not stop in time).
 func (co *coordinator) killAll() {
 	co.mu.Lock()
 	defer co.mu.Unlock()

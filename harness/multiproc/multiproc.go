@@ -126,6 +126,9 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	streams, err := co.run(ctx, cfg.Duration)
 	stopWatch()
 	if err != nil {
+		if ctx.Err() != nil && p.Spec.Out != "" && len(streams) > 0 {
+			return nil, co.savePartial(p.Spec.Out, streams, hdr, err)
+		}
 		return nil, err
 	}
 	if err := p.Faults.Err(); err != nil {

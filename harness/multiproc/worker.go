@@ -74,6 +74,11 @@ func Worker(ctx context.Context, spec string, engines *harness.Registry) error {
 	_, err = workload.Run(ctx, cfg)
 	stop()
 	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted (the coordinator's SIGTERM): the history so far
+			// is still worth keeping.
+			_ = saveStream(&ws, cfg.Recorder, nil)
+		}
 		return err
 	}
 	return saveStream(&ws, cfg.Recorder, nil)

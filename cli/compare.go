@@ -48,12 +48,23 @@ func (c *compareCmd) Run(ctx context.Context, std stdio, g *globals, reg *harnes
 	var results []compareResult
 	var out string
 	var err error
+	// od is where new runs go: beside out, moved into place at the end
+	// (replacing a previous comparison). Loaded runs are compared in place:
+	// their directory may be inside out.
+	od := &outDir{}
 	if len(c.Dirs) > 0 {
 		results, out, err = c.load()
 	} else {
-		results, out, err = c.runAll(ctx, std, text, g, reg)
+		results, out, od, err = c.runAll(ctx, std, text, g, reg)
 	}
 	if err != nil {
+		if ctx.Err() != nil && od.tmp != "" && exists(od.tmp) {
+			if cerr := od.commit(); cerr != nil {
+				return fmt.Errorf("%w: %v", errInterrupted, cerr)
+			}
+			return fmt.Errorf("%w: the runs so far are in %s (not compared)", errInterrupted, out)
+		}
+		od.discard()
 		return err
 	}
 	var runs []reports.Run
@@ -62,9 +73,17 @@ func (c *compareCmd) Run(ctx context.Context, std stdio, g *globals, reg *harnes
 			runs = append(runs, *r.Run)
 		}
 	}
-	cmp, err := reports.WriteComparison(out, runs)
+	write := out
+	if od.tmp != "" {
+		write = od.tmp
+	}
+	cmp, err := reports.WriteComparison(write, runs)
 	if err != nil {
+		od.discard()
 		return usage("--out: %v", err)
+	}
+	if err := od.commit(); err != nil {
+		return err
 	}
 	code := exitOK
 	for _, r := range results {
@@ -154,41 +173,49 @@ func (c *compareCmd) label(cfg compareConfig) string {
 
 // runAll runs the scenario once per configuration, one after the other,
 // each into its own directory under the output directory.
-func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *globals, reg *harness.Registry) ([]compareResult, string, error) {
+func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *globals, reg *harness.Registry) ([]compareResult, string, *outDir, error) {
+	none := &outDir{}
 	sc, seed, err := c.resolve(c.thresholdFlags)
 	if err != nil {
-		return nil, "", err
+		return nil, "", none, err
 	}
 	cfgs, skipped, err := c.configs(reg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", none, err
 	}
 	out := c.Out
 	if out == "" {
 		out = filepath.Join("idembench-out", "compare-"+time.Now().Format("20060102-150405.000"))
 	}
+	od, err := newOutDir(out)
+	if err != nil {
+		return nil, "", none, err
+	}
 	fmt.Fprintf(text, "idembench compare: scenario %s · seed %d · %d configurations · out %s\n", sc.Name, seed, len(cfgs), out)
 	var results []compareResult
 	for i, cfg := range cfgs {
-		r := c.runOne(ctx, std, text, g, sc, cfg, seed, out, fmt.Sprintf("[%d/%d]", i+1, len(cfgs)))
+		r := c.runOne(ctx, std, text, g, sc, cfg, seed, od.runPath(), out, fmt.Sprintf("[%d/%d]", i+1, len(cfgs)))
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return nil, out, od, ctx.Err()
 		}
 		results = append(results, r)
 	}
-	return append(results, skipped...), out, nil
+	return append(results, skipped...), out, od, nil
 }
 
-// runOne runs one configuration of the comparison.
-func (c *compareCmd) runOne(ctx context.Context, std stdio, text io.Writer, g *globals, sc *scenarios.Scenario, cfg compareConfig, seed int64, out, step string) compareResult {
+// runOne runs one configuration of the comparison into its directory under
+// base; out is where that directory will be once the comparison is moved
+// into place.
+func (c *compareCmd) runOne(ctx context.Context, std stdio, text io.Writer, g *globals, sc *scenarios.Scenario, cfg compareConfig, seed int64, base, out, step string) compareResult {
 	label := c.label(cfg)
-	dir := filepath.Join(out, strings.NewReplacer("/", "-", " ", "_").Replace(label))
+	name := strings.NewReplacer("/", "-", " ", "_").Replace(label)
+	dir := filepath.Join(out, name)
 	u := resolveBackendURL(cfg.Backend, c.RedisURL, c.PostgresURL)
 	sp := harness.Spec{
 		Engine: cfg.Engine, Backend: harness.Backend(cfg.Backend), URL: u.url,
 		Scenario: sc, ScenarioName: c.Scenario, Sink: cfg.Sink, NoRecovery: !c.Recovery,
 		Overrides:    c.overrides(seed),
-		Out:          dir,
+		Out:          filepath.Join(base, name),
 		CheckTimeout: c.checkTimeout(),
 		Thresholds:   c.thresholds(sc),
 		Tool:         "idembench " + Version,

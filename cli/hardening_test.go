@@ -123,6 +123,47 @@ func TestOutDirectory(t *testing.T) {
 	}
 }
 
+// TestCompareOutDirectory: compare --out replaces a previous comparison
+// whole (a configuration it no longer runs is gone), refuses a foreign
+// directory, and leaves no temporary directory beside it.
+func TestCompareOutDirectory(t *testing.T) {
+	work := t.TempDir()
+	out := filepath.Join(work, "cmp")
+	args := []string{"compare", "--no-progress", "--duration", "200ms", "--seed", "1", "--out", out}
+	r := runCLI(t, append(args, "--sinks", "fenced,plain")...)
+	if r.code != exitViolation { // the plain sink without recovery is caught
+		t.Fatalf("first compare: exit %d, want %d\n%s", r.code, exitViolation, r.err)
+	}
+	if got := dirNames(t, out); !slices.Contains(got, "memory_plain") || !slices.Contains(got, "compare.md") {
+		t.Fatalf("first compare wrote %v", got)
+	}
+	r = runCLI(t, append(args, "--sinks", "fenced")...)
+	if r.code != exitOK {
+		t.Fatalf("second compare: exit %d\n%s", r.code, r.err)
+	}
+	got := dirNames(t, out)
+	if slices.Contains(got, "memory_plain") || !slices.Contains(got, "memory") || !slices.Contains(got, "compare.md") {
+		t.Errorf("second compare left %v, want its own run and compare.md only", got)
+	}
+	if got := dirNames(t, work); !slices.Equal(got, []string{"cmp"}) {
+		t.Errorf("temporary directories left beside the comparison: %v", got)
+	}
+	foreign := filepath.Join(work, "foreign")
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, "compare", "--no-progress", "--duration", "200ms", "--out", foreign)
+	if r.code != exitUsage || !strings.Contains(r.err, "not an idembench run directory") {
+		t.Fatalf("foreign --out: exit %d, want %d and a reason\n%s", r.code, exitUsage, r.err)
+	}
+	if got := dirNames(t, foreign); !slices.Equal(got, []string{"notes.txt"}) {
+		t.Fatalf("refused compare wrote into the directory: %v", got)
+	}
+}
+
 func dirNames(t *testing.T, dir string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)

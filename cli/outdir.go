@@ -40,8 +40,8 @@ func newOutDir(final string) (*outDir, error) {
 			return nil, usage("--out %s: %v", final, err)
 		}
 		if len(ents) > 0 && !isRunDir(final) {
-			return nil, usage("--out %s: the directory is not empty and is not an idembench run directory (no %s or %s); choose another or empty it",
-				final, reports.HistoryFile, reports.SummaryFile)
+			return nil, usage("--out %s: the directory is not empty and is not an idembench run directory (no %s, %s or %s); choose another or empty it",
+				final, reports.HistoryFile, reports.SummaryFile, reports.CompareMarkdownFile)
 		}
 	}
 	clean := filepath.Clean(final)
@@ -82,9 +82,10 @@ func processExists(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// isRunDir reports whether dir holds an idembench run.
+// isRunDir reports whether dir holds an idembench run or comparison.
 func isRunDir(dir string) bool {
-	return exists(filepath.Join(dir, reports.HistoryFile)) || exists(filepath.Join(dir, reports.SummaryFile))
+	return exists(filepath.Join(dir, reports.HistoryFile)) || exists(filepath.Join(dir, reports.SummaryFile)) ||
+		exists(filepath.Join(dir, reports.CompareMarkdownFile))
 }
 
 // runPath is the directory the run writes into; empty under --no-save.

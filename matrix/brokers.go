@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/idembench/idembench/backends/naive"
-	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/consume"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/history"
@@ -180,35 +179,10 @@ func (o *Options) runBrokerCell(ctx context.Context, c *Cell) {
 			c.Unknown++
 		}
 	}
-	c.judge(res.Report)
+	c.judge(res.Report, "no two copies of a message reached two consumers at once this run")
 	if c.Fault == CrashBeforeAck && res.Stats.Crashes != cfg.Faults.CrashBeforeAck {
 		// The aimed crash did not strike: the cell says nothing.
 		c.Observed, c.Match = Error, false
 		c.Note = fmt.Sprintf("%d of %d aimed crashes struck", res.Stats.Crashes, cfg.Faults.CrashBeforeAck)
-	}
-}
-
-// judge fills in the verdict of a cell from its checker report.
-func (c *Cell) judge(rep checker.Report) {
-	switch rep.Verdict {
-	case checker.VerdictOK:
-		c.Observed = Safe
-	case checker.VerdictViolation:
-		c.Observed = Unsafe
-	default:
-		c.Observed = Inconclusive
-	}
-	for _, ir := range rep.Invariants {
-		if ir.Violations > 0 {
-			c.Violations += ir.Violations
-			c.Invariants = append(c.Invariants, fmt.Sprintf("%s×%d", ir.Invariant, ir.Violations))
-		}
-	}
-	c.Match = c.Observed == c.Expected
-	switch {
-	case !c.Match && c.ByChance && c.Observed == Safe:
-		c.Missed, c.Note = true, "no two copies of a message reached two consumers at once this run"
-	case !c.Match:
-		c.Note = fmt.Sprintf("(%s)", strings.Join(c.Invariants, " "))
 	}
 }

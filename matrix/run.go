@@ -174,7 +174,13 @@ func (o *Options) runCell(ctx context.Context, c *Cell) {
 func (c *Cell) observe(out *harness.Outcome) {
 	c.Replay = out.Replay
 	c.Faults, c.Unknown = out.Summary.Counts.Faults, out.Summary.Outcomes["unknown"]
-	switch out.Report.Verdict {
+	c.judge(out.Report, "the fault did not hit the effect-to-completion window this run")
+}
+
+// judge fills in the verdict of a cell from its checker report; missed is
+// the note of an unsafe cell whose narrow window this run did not hit.
+func (c *Cell) judge(rep checker.Report, missed string) {
+	switch rep.Verdict {
 	case checker.VerdictOK:
 		c.Observed = Safe
 	case checker.VerdictViolation:
@@ -182,7 +188,7 @@ func (c *Cell) observe(out *harness.Outcome) {
 	default:
 		c.Observed = Inconclusive
 	}
-	for _, ir := range out.Report.Invariants {
+	for _, ir := range rep.Invariants {
 		if ir.Violations > 0 {
 			c.Violations += ir.Violations
 			c.Invariants = append(c.Invariants, fmt.Sprintf("%s×%d", ir.Invariant, ir.Violations))
@@ -191,7 +197,7 @@ func (c *Cell) observe(out *harness.Outcome) {
 	c.Match = c.Observed == c.Expected
 	switch {
 	case !c.Match && c.ByChance && c.Observed == Safe:
-		c.Missed, c.Note = true, "the fault did not hit the effect-to-completion window this run"
+		c.Missed, c.Note = true, missed
 	case !c.Match:
 		c.Note = fmt.Sprintf("(%s)", strings.Join(c.Invariants, " "))
 	}

@@ -95,6 +95,9 @@ type Failover struct {
 	// URL is the store's URL, one that follows the promotion: the
 	// Sentinels' (go-redis failover URL) or the multi-host PostgreSQL URL.
 	URL string
+	// Hold, when positive, replaces AfterEffectHold. On RedisWait the
+	// Sentinels promote on their own 4×AfterEffectHold after the kill.
+	Hold time.Duration
 }
 
 // AfterEffectHold is how long an aimed failover after an effect keeps the
@@ -253,8 +256,12 @@ func (e *env) afterEffectHook(st servers.StepFailover) idem.Hook {
 		e.aimWG.Go(func() {
 			// The hold ends early when the run stops: the rest of the run
 			// (recovery, the liveness probe) needs a primary.
+			hold := e.plan.Failover.Hold
+			if hold <= 0 {
+				hold = AfterEffectHold
+			}
 			select {
-			case <-time.After(AfterEffectHold):
+			case <-time.After(hold):
 			case <-e.runCtx.Done():
 			}
 			fctx, cancel := context.WithTimeout(context.Background(), time.Minute)

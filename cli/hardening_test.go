@@ -208,7 +208,8 @@ func TestInterruptExits130(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Second)
+			// Worker processes get longer to start and reach their pause.
+			time.Sleep(map[bool]time.Duration{false: time.Second, true: 3 * time.Second}[c.name == "workers"])
 			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}

@@ -85,10 +85,10 @@ func ParseFailoverKind(s string) (FailoverKind, error) {
 // reaches the client, so the completion the client is told about may exist
 // on the dead primary only. On RedisWait and PostgresSync, where an
 // acknowledged write is on a replica too, it is aimed at the window that
-// replication leaves open: the primary is killed right after one execution's effect
-// (idem.PointAfterFn), its completion meets the dead primary and fails,
-// and only AfterEffectHold later is a replica promoted, with the claim
-// still in progress: a crash after the effect.
+// replication leaves open: the primary is killed right after one
+// execution's effect (idem.PointAfterFn), its completion meets the dead
+// primary and fails, and only AfterEffectHold later is a replica
+// promoted, with the claim still in progress: a crash after the effect.
 type Failover struct {
 	Kind     FailoverKind
 	Topology servers.Topology

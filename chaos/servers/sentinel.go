@@ -55,7 +55,7 @@ type RedisSentinel struct {
 	sentinels []*Redis
 	proxies   []*lagProxy
 
-	mu      sync.Mutex // serializes Failover and Stop
+	mu      sync.Mutex // serializes Failover, its steps and Stop
 	primary int        // index in nodes of the current primary
 	dead    map[int]bool
 	killed  int // index of a primary KillPrimary killed and no Promote followed, else -1

@@ -45,6 +45,7 @@ type coordinator struct {
 	nextBase int
 	failed   error
 	stopping bool
+	grace    *time.Timer // kills the workers an interrupt did not stop in time
 }
 
 func newCoordinator(p *harness.Prepared, cfg workload.Config, hdr history.Header, n int, dir string, opts Options) *coordinator {
@@ -109,6 +110,9 @@ func (co *coordinator) run(ctx context.Context, d time.Duration) ([]string, erro
 	co.p.Faults.Stop()
 	co.mu.Lock()
 	defer co.mu.Unlock()
+	if co.grace != nil {
+		co.grace.Stop() // every worker has exited
+	}
 	if err := ctx.Err(); err != nil {
 		// The streams written so far, for a partial history.
 		return co.streams, err
@@ -301,8 +305,8 @@ func (co *coordinator) interruptAll() {
 			_ = c.Process.Signal(syscall.SIGTERM)
 		}
 	}
+	co.grace = time.AfterFunc(interruptGrace, co.killAll)
 	co.mu.Unlock()
-	time.AfterFunc(interruptGrace, co.killAll)
 }
 
 // killAll kills every worker (a failed start, or an interrupted worker

@@ -84,10 +84,16 @@ func (d *driver) probe(ctx context.Context, cs *completers) (int, error) {
 }
 
 // probeAttempts bounds the calls of one key's probe: a call whose answer is
-// unknown because the store failed it (a pooled connection that died with
-// a restarted or failed-over server fails its next call, once) is made
-// again, as a client would, while the probe's time lasts.
-const probeAttempts = 3
+// unknown because the store failed it is made again, as a client would,
+// while the probe's time lasts. A pooled connection that died with a
+// restarted or failed-over server fails its next call, once, and a pool
+// can hold dozens of them (the harness's PostgreSQL pools hold 32): all of
+// a few keys' first calls can meet one. A store that stays down fails
+// every call at once; probeRetryPause keeps that from spinning.
+const (
+	probeAttempts   = 100
+	probeRetryPause = 5 * time.Millisecond
+)
 
 // probeKey calls key until it gets an answer other than unknown, at most
 // probeAttempts times within timeout. The last call is the liveness probe
@@ -122,6 +128,12 @@ func (d *driver) probeKey(ctx context.Context, client int, seq int64, key string
 		if !again {
 			return
 		}
+		t := time.NewTimer(probeRetryPause)
+		select {
+		case <-pctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 

@@ -258,20 +258,31 @@ func TestRunStopsOnCancel(t *testing.T) {
 // deadConnStore fails the first Acquire of every key with a backend error
 // once armed, as a pooled connection to a restarted server fails its next
 // call, once.
+//
+// With seen nil it fails instead the next dead Acquires once armed,
+// whatever their keys, as a pool holding that many connections to a
+// server restarted at the end of the traffic does.
 type deadConnStore struct {
 	idem.Store
 	armed atomic.Bool
 	mu    sync.Mutex
 	seen  map[string]bool
+	dead  int
 }
 
 func (s *deadConnStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
 	if s.armed.Load() {
 		s.mu.Lock()
-		first := !s.seen[key]
-		s.seen[key] = true
+		fail := false
+		if s.seen != nil {
+			fail = !s.seen[key]
+			s.seen[key] = true
+		} else if s.dead > 0 {
+			fail = true
+			s.dead--
+		}
 		s.mu.Unlock()
-		if first {
+		if fail {
 			return nil, nil, idem.MarkAmbiguous(idem.BackendError("acquire", errors.New("unexpected EOF")))
 		}
 	}
@@ -286,6 +297,28 @@ type armAtStop struct {
 }
 
 func (a armAtStop) Stop() { a.crashFaults.Stop(); a.st.armed.Store(true) }
+
+// TestProbeOutlastsAPoolOfDeadConnections: a pool of 40 connections that
+// all died with a server restarted at the end of the traffic answers the
+// next 40 calls with backend errors, more than a few retries per key of a
+// short probe; the probe calls again while its time lasts, so no key is
+// reported stuck.
+func TestProbeOutlastsAPoolOfDeadConnections(t *testing.T) {
+	st := &deadConnStore{Store: newStore(t, nil), dead: 40}
+	res, ops := run(t, workload.Config{
+		Seed: 3, Duration: 200 * time.Millisecond, Clients: 4,
+		Engine: workload.Engine{LeaseTTL: 50 * time.Millisecond, Recovery: true},
+		Store:  st, Sink: mustSink(t, workload.SinkFenced),
+		Faults: armAtStop{crashes(idem.PointAfterFn, 5), st},
+	})
+	if res.Probed == 0 || res.Probed*3 >= 40 {
+		t.Fatalf("%d keys probed: the test needs fewer than 14", res.Probed)
+	}
+	rep := checker.Check(&history.History{Ops: ops}, checker.Options{})
+	if rep.Verdict != checker.VerdictOK {
+		t.Fatalf("verdict %s: %+v", rep.Verdict, rep.Violations)
+	}
+}
 
 // TestProbeCallsAgainAfterABackendError: a probe call that a dead
 // connection answered with a backend error is made again; only the last

@@ -128,6 +128,22 @@ type Event struct {
 	Finish time.Duration
 }
 
+// AnswersClaim reports whether ev is the engine's answer to one Acquire
+// call: exactly one such event follows every claim that reached the store
+// (the lease, the stored record's replay, a conflict, a mismatch, or the
+// backend error of the Acquire itself), so an observer can count claims
+// or measure Claim once per call, not once per later transition.
+func (ev Event) AnswersClaim() bool {
+	switch ev.Transition {
+	case TransitionAcquired, TransitionTakenOver, TransitionReplayed,
+		TransitionConflict, TransitionMismatch:
+		return true
+	case TransitionBackendError:
+		return ev.Op == OpAcquire
+	}
+	return false
+}
+
 // Observer is told about every transition, synchronously, on the goroutine
 // that made it (Do's, or the heartbeat's): it runs after the store call
 // returned, so its position on the caller's timeline brackets the store's

@@ -231,3 +231,26 @@ func TestWithoutDurationsLeavesThemZero(t *testing.T) {
 		settle()
 	})
 }
+
+func TestEventAnswersClaim(t *testing.T) {
+	cases := []struct {
+		ev   idem.Event
+		want bool
+	}{
+		{idem.Event{Transition: idem.TransitionAcquired}, true},
+		{idem.Event{Transition: idem.TransitionTakenOver}, true},
+		{idem.Event{Transition: idem.TransitionReplayed}, true},
+		{idem.Event{Transition: idem.TransitionConflict}, true},
+		{idem.Event{Transition: idem.TransitionMismatch}, true},
+		{idem.Event{Transition: idem.TransitionBackendError, Op: idem.OpAcquire}, true},
+		{idem.Event{Transition: idem.TransitionBackendError, Op: idem.OpComplete}, false},
+		{idem.Event{Transition: idem.TransitionCompleted}, false},
+		{idem.Event{Transition: idem.TransitionHeartbeat}, false},
+		{idem.Event{Transition: idem.TransitionReleased}, false},
+	}
+	for _, c := range cases {
+		if got := c.ev.AnswersClaim(); got != c.want {
+			t.Errorf("%v (op %q): AnswersClaim %t, want %t", c.ev.Transition, c.ev.Op, got, c.want)
+		}
+	}
+}

@@ -135,7 +135,7 @@ func (b *batchCalls) add(d *driver, x *execution, start int64, fn idem.Func) ide
 func (b *batchCalls) lookup(ev idem.Event) *leaseCall {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if claimAnswer(ev) {
+	if ev.AnswersClaim() {
 		calls := b.byKey[ev.Key]
 		n := b.claims[ev.Key]
 		b.claims[ev.Key] = n + 1
@@ -146,19 +146,6 @@ func (b *batchCalls) lookup(ev idem.Event) *leaseCall {
 		b.current[ev.Key] = calls[n]
 	}
 	return b.current[ev.Key]
-}
-
-// claimAnswer reports whether ev is the engine's answer to a claim: one
-// per item that reached the store.
-func claimAnswer(ev idem.Event) bool {
-	switch ev.Transition {
-	case idem.TransitionAcquired, idem.TransitionTakenOver, idem.TransitionReplayed,
-		idem.TransitionConflict, idem.TransitionMismatch:
-		return true
-	case idem.TransitionBackendError:
-		return ev.Op == idem.OpAcquire
-	}
-	return false
 }
 
 // pull returns the next n deliveries of s, as a consumer pulls a batch.

@@ -163,7 +163,7 @@ func (t *Telemetry) observe(ctx context.Context, ev idem.Event) {
 	k := attrKey{transition: ev.Transition, outcome: outcome(ev), op: ev.Op}
 	m := t.measure(k)
 	t.transitions.Add(ctx, 1, m.add...)
-	if ev.Claim > 0 && claimStep(ev) {
+	if ev.Claim > 0 && ev.AnswersClaim() {
 		t.claim.Record(ctx, ev.Claim.Seconds(), m.rec...)
 	}
 	if ev.Func > 0 {
@@ -189,19 +189,6 @@ func (t *Telemetry) measure(k attrKey) measure {
 	}
 	o := metric.WithAttributeSet(t.attributeSet(k))
 	return measure{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}}
-}
-
-// claimStep reports whether ev ends a claim step (its Claim is measured
-// once per Acquire call, not once per later transition of the execution).
-func claimStep(ev idem.Event) bool {
-	switch ev.Transition {
-	case idem.TransitionAcquired, idem.TransitionTakenOver, idem.TransitionReplayed,
-		idem.TransitionConflict, idem.TransitionMismatch:
-		return true
-	case idem.TransitionBackendError:
-		return ev.Op == idem.OpAcquire
-	}
-	return false
 }
 
 // outcome returns the outcome attribute of ev.

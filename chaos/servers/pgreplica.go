@@ -314,18 +314,16 @@ func (t *PostgresReplicated) Failover(ctx context.Context, key string) (history.
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := history.Now()
-	if t.stopped {
-		return history.Op{}, ErrStopped
+	old, err := t.killPrimaryLocked()
+	if old == nil {
+		return history.Op{}, err
 	}
-	if t.promoted || t.killed {
-		return history.Op{}, ErrNoReplica
+	label := "failover postgres: kill primary " + old.Addr()
+	if err != nil {
+		return faultWindow(start, key, label, err), err
 	}
 	ctx, cancel := withStartTimeout(ctx, failoverTimeout)
 	defer cancel()
-	label := "failover postgres: kill primary " + t.primary.Addr()
-	if err := t.primary.Kill(); err != nil {
-		return faultWindow(start, key, label, err), err
-	}
 	t.promoted = true
 	if err := t.promote(ctx); err != nil {
 		return faultWindow(start, key, label, err), err
@@ -340,17 +338,29 @@ func (t *PostgresReplicated) Failover(ctx context.Context, key string) (history.
 func (t *PostgresReplicated) KillPrimary() (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped {
-		return "", ErrStopped
-	}
-	if t.promoted || t.killed {
-		return "", ErrNoReplica
-	}
-	if err := t.primary.Kill(); err != nil {
+	old, err := t.killPrimaryLocked()
+	if err != nil {
 		return "", err
 	}
+	return "kill primary " + old.Addr(), nil
+}
+
+// killPrimaryLocked is the kill both kinds of failover start with, under
+// t.mu: it refuses after Stop (ErrStopped) and once the primary was
+// killed (ErrNoReplica), and otherwise kills the primary. It returns the
+// primary it tried to kill (nil when refused).
+func (t *PostgresReplicated) killPrimaryLocked() (*Postgres, error) {
+	switch {
+	case t.stopped:
+		return nil, ErrStopped
+	case t.promoted || t.killed:
+		return nil, ErrNoReplica
+	}
+	if err := t.primary.Kill(); err != nil {
+		return t.primary, err
+	}
 	t.killed = true
-	return "kill primary " + t.primary.Addr(), nil
+	return t.primary, nil
 }
 
 // Promote is the second step: it promotes the standby (pg_ctl promote)

@@ -257,23 +257,16 @@ func (s *RedisSentinel) Failover(ctx context.Context, key string) (history.Op, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	start := history.Now()
-	if s.stopped {
-		return history.Op{}, ErrStopped
-	}
-	if s.killed >= 0 {
-		return history.Op{}, fmt.Errorf("servers: primary %s already killed, not promoted yet", s.nodes[s.killed].Addr())
-	}
-	if len(s.dead)+1 >= len(s.nodes) {
-		return history.Op{}, ErrNoReplica
-	}
 	ctx, cancel := withStartTimeout(ctx, failoverTimeout)
 	defer cancel()
-	old := s.nodes[s.primary]
+	old, err := s.killPrimaryLocked()
+	if old == nil {
+		return history.Op{}, err
+	}
 	label := "failover redis-sentinel: kill primary " + old.Addr()
-	if err := old.Kill(); err != nil {
+	if err != nil {
 		return faultWindow(start, key, label, err), err
 	}
-	s.dead[s.primary] = true
 	next, err := s.awaitPromotion(ctx, old.Addr())
 	if err != nil {
 		return faultWindow(start, key, label, err), err
@@ -292,22 +285,33 @@ func (s *RedisSentinel) Failover(ctx context.Context, key string) (history.Op, e
 func (s *RedisSentinel) KillPrimary() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped {
-		return "", ErrStopped
+	old, err := s.killPrimaryLocked()
+	if err != nil {
+		return "", err
 	}
-	if s.killed >= 0 {
-		return "", fmt.Errorf("servers: primary %s already killed, not promoted yet", s.nodes[s.killed].Addr())
-	}
-	if len(s.dead)+1 >= len(s.nodes) {
-		return "", ErrNoReplica
+	s.killed = s.primary
+	return "kill primary " + old.Addr(), nil
+}
+
+// killPrimaryLocked is the kill both kinds of failover start with, under
+// s.mu: it refuses after Stop, between KillPrimary and Promote and when no
+// live replica would be left, and otherwise kills the primary and marks
+// it dead. It returns the primary it tried to kill (nil when refused).
+func (s *RedisSentinel) killPrimaryLocked() (*Redis, error) {
+	switch {
+	case s.stopped:
+		return nil, ErrStopped
+	case s.killed >= 0:
+		return nil, fmt.Errorf("servers: primary %s already killed, not promoted yet", s.nodes[s.killed].Addr())
+	case len(s.dead)+1 >= len(s.nodes):
+		return nil, ErrNoReplica
 	}
 	old := s.nodes[s.primary]
 	if err := old.Kill(); err != nil {
-		return "", err
+		return old, err
 	}
 	s.dead[s.primary] = true
-	s.killed = s.primary
-	return "kill primary " + old.Addr(), nil
+	return old, nil
 }
 
 // Promote is the second step of a failover taken in two: it asks the

@@ -86,7 +86,7 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 			return nil, ConfigError("%w", err)
 		}
 		if res != nil && ctx.Err() != nil && p.Spec.Out != "" {
-			return nil, savePartial(p.Spec.Out, res.Recorder.History(hdr), err)
+			return nil, SavePartial(p.Spec.Out, res.Recorder.History(hdr), err)
 		}
 		return nil, err
 	}
@@ -177,9 +177,9 @@ func (f *withBackend) Stop()  { f.env.Faults.Stop(); f.Injector.Stop() }
 
 var _ workload.Faults = (*withBackend)(nil)
 
-// savePartial writes the history of a run cut short by its ctx to dir and
+// SavePartial writes the history of a run cut short by its ctx to dir and
 // returns cause, wrapped with what was written.
-func savePartial(dir string, h *history.History, cause error) error {
+func SavePartial(dir string, h *history.History, cause error) error {
 	history.SortByCall(h.Ops)
 	if err := WriteHistory(dir, h); err != nil {
 		return fmt.Errorf("%w (history so far not written: %v)", cause, err)

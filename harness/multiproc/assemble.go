@@ -176,11 +176,7 @@ func (co *coordinator) savePartial(dir string, streams []string, hdr history.Hea
 	co.mu.Lock()
 	h.Ops = append(h.Ops, co.windows...)
 	co.mu.Unlock()
-	history.SortByCall(h.Ops)
-	if err := harness.WriteHistory(dir, h); err != nil {
-		return fmt.Errorf("%w (history so far not written: %v)", cause, err)
-	}
-	return fmt.Errorf("%w (history so far written to %s)", cause, dir)
+	return harness.SavePartial(dir, h, cause)
 }
 
 // readPrefix decodes the stream at path up to its first unreadable line;

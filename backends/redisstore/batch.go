@@ -36,6 +36,7 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 	}
 	keys := make([]keyset, len(reqs))
 	calls := make([]scriptCall, 0, len(reqs))
+	ids, ttl := s.batchIDs(len(reqs)), millis(leaseTTL)
 	for i, r := range reqs {
 		if err := idem.ValidateKey(r.Key); err != nil {
 			out[i].Err = err
@@ -43,7 +44,7 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 		}
 		keys[i] = keysFor(s.opts.Prefix, r.Key)
 		calls = append(calls, scriptCall{i: i, script: acquireScript, keys: []string{keys[i].record, keys[i].fence()},
-			args: []any{r.Fingerprint.String(), millis(leaseTTL), s.graceMS, s.callID(), keys[i].slot}})
+			args: []any{r.Fingerprint.String(), ttl, s.graceMS, ids.next(r.Key), keys[i].slot}})
 	}
 	for _, c := range s.pipeline(ctx, s.merge(calls, multiAcquire)) {
 		idx, replies, err := c.replies()
@@ -54,6 +55,30 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 		}
 	}
 	return out
+}
+
+// batchIDs hands out the call ids of a batch's writes: one id for every
+// key, so that a merged call sends it once (a record's acq_id or done_id
+// only tells whether this call wrote that record), and a fresh id for a key
+// met before in the batch (the keys of a batch should be distinct), so
+// that its second write is not taken for a client-side retry of its first.
+type batchIDs struct {
+	s    *Store
+	id   string
+	seen map[string]struct{}
+}
+
+func (s *Store) batchIDs(n int) *batchIDs {
+	return &batchIDs{s: s, id: s.callID(), seen: make(map[string]struct{}, n)}
+}
+
+// next returns the call id of the write of key.
+func (b *batchIDs) next(key string) string {
+	if _, dup := b.seen[key]; dup {
+		return b.s.callID()
+	}
+	b.seen[key] = struct{}{}
+	return b.id
 }
 
 // replySlice is one entry's reply as a script table.
@@ -97,6 +122,7 @@ func (s *Store) FinishBatch(ctx context.Context, fs []idem.Finish, retention tim
 	}
 	keys := make([]keyset, len(fs))
 	calls := make([]scriptCall, 0, len(fs))
+	ids, ret := s.batchIDs(len(fs)), millis(retention)
 	for i, f := range fs {
 		if f.Lease == nil {
 			out[i] = fmt.Errorf("redisstore: %s: nil lease", f.Kind)
@@ -119,7 +145,7 @@ func (s *Store) FinishBatch(ctx context.Context, fs []idem.Finish, retention tim
 				st = idem.StatusFailed
 			}
 			c.script = finishScript
-			c.args = append(c.args, st.String(), idem.EncodeResponse(&f.Response), millis(retention), s.callID())
+			c.args = append(c.args, st.String(), idem.EncodeResponse(&f.Response), ret, ids.next(f.Lease.Key))
 		case idem.FinishRelease:
 			c.script = releaseScript
 		default:
@@ -140,9 +166,9 @@ func (s *Store) FinishBatch(ctx context.Context, fs []idem.Finish, retention tim
 
 // scriptCall is one script run of a pipeline, for entry i of a batch.
 type scriptCall struct {
-	i      int   // the batch entry, or -1 for a merged call
-	idx    []int // a merged call's entries, in order
-	multi  bool  // a multi-key call (multiScript)
+	i      int          // the batch entry, or -1 for a merged call
+	idx    []int        // a merged call's entries, in order
+	multi  *multiScript // the multi-key script of a merged call, nil for a single-key call
 	script *redis.Script
 	keys   []string
 	args   []any

@@ -76,9 +76,30 @@ func luaNotify(msg string) string {
 // and unique across slots. The counter is never decremented and never
 // expires; the guard after INCR keeps the token above the one taken over
 // even if the counter was lost.
-var acquireScript = redis.NewScript(luaClock + acquireBody)
+var acquireScript = redis.NewScript(luaClock + luaClaim + acquireBody)
 
-// acquireBody is acquireScript without the clock helpers.
+// luaClaim defines claim(), the write of a new lease, shared by
+// acquireScript and its multi-key form: it draws the token from the slot's
+// counter (kept above prev), writes the in-progress record with its lease
+// (leaseS, decimal ms) and sets the key to expire at expiry (ms), and
+// returns the token. The fields are all those an in-progress record has,
+// so a take-over needs no DEL.
+const luaClaim = `
+local function claim(rec, fence, fp, slot, prev, leaseS, expiry, id)
+  local tok = redis.call('INCR', fence) * 16384 + slot
+  if tok <= prev then
+    local n = math.floor(prev / 16384) + 1
+    tok = n * 16384 + slot
+    redis.call('SET', fence, fmt(n))
+  end
+  redis.call('HSET', rec, 'status', 'in_progress', 'fp', fp, 'token', fmt(tok),
+    'prev_token', fmt(prev), 'lease_ms', leaseS, 'acq_id', id)
+  redis.call('PEXPIREAT', rec, expiry)
+  return tok
+end
+`
+
+// acquireBody is acquireScript without the clock helpers and claim().
 const acquireBody = `
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'hash' then return {-1, ty} end
@@ -93,17 +114,8 @@ if ty == 'hash' then
   end
   if prev == 0 then return {0, redis.call('HGETALL', KEYS[1]), t, redis.call('PTTL', KEYS[1])} end
 end
-local slot = tonumber(ARGV[5])
-local tok = redis.call('INCR', KEYS[2]) * 16384 + slot
-if tok <= prev then
-  local n = math.floor(prev / 16384) + 1
-  tok = n * 16384 + slot
-  redis.call('SET', KEYS[2], fmt(n))
-end
 local lease = t + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'status', 'in_progress', 'fp', ARGV[1], 'token', fmt(tok),
-  'prev_token', fmt(prev), 'lease_ms', fmt(lease), 'acq_id', ARGV[4])
-redis.call('PEXPIREAT', KEYS[1], lease + tonumber(ARGV[3]))
+local tok = claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[5]), prev, fmt(lease), lease + tonumber(ARGV[3]), ARGV[4])
 return {1, tok, prev, lease}
 `
 

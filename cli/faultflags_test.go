@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -31,24 +32,56 @@ func parseRunFlags(t *testing.T, args []string) faultFlags {
 // backend fault flags: run through a shell and parsed again, they give the
 // same faults.
 func TestReplayRepeatsBackendFaults(t *testing.T) {
-	in := []string{"--restart-at", "1s,2500ms", "--redis-persistence", "aof-always",
-		"--net-fault", "drop-replies@1s+400ms", "--net-fault", "latency:20ms@0s+1s", "--client-timeout", "250ms"}
-	f := parseRunFlags(t, in)
-	joined := strings.Join(f.replayArgs(), " ")
-	out, err := exec.Command("sh", "-c", `printf '%s\n' `+joined).Output()
-	if err != nil {
-		t.Fatalf("sh: %v", err)
-	}
-	g := parseRunFlags(t, strings.Fields(string(out)))
-	if !slices.Equal(f.RestartAt, g.RestartAt) || f.RedisPersistence != g.RedisPersistence ||
-		!slices.Equal(f.NetFault, g.NetFault) || f.ClientTimeout != g.ClientTimeout {
-		t.Fatalf("replay flags %q parse to %+v, want %+v", joined, g, f)
-	}
-	if len(g.RestartAt) != 2 || len(g.NetFault) != 2 {
-		t.Fatalf("parsed %+v, want two restarts and two network faults", g)
+	for _, in := range [][]string{
+		{"--restart-at", "1s,2500ms", "--redis-persistence", "aof-always",
+			"--net-fault", "drop-replies@1s+400ms", "--net-fault", "latency:20ms@0s+1s", "--client-timeout", "250ms"},
+		{"--restart-at", "700ms,1.4s", "--aim-restart", "1s"},
+		{"--aim-restart", "1s", "--redis-persistence", "aof-always"},
+		{"--net-fault", "latency:20ms~10ms@200ms+200ms", "--net-fault", "partition@1.4s+300ms", "--aim-net", "partition+1s"},
+	} {
+		f := parseRunFlags(t, in)
+		joined := strings.Join(f.replayArgs(), " ")
+		out, err := exec.Command("sh", "-c", `printf '%s\n' `+joined).Output()
+		if err != nil {
+			t.Fatalf("sh: %v", err)
+		}
+		g := parseRunFlags(t, strings.Fields(string(out)))
+		want, err := f.schedule()
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		got, err := g.schedule()
+		if err != nil {
+			t.Fatalf("replay flags %q: %v", joined, err)
+		}
+		if !slices.Equal(got.Restarts, want.Restarts) || !slices.Equal(got.Net, want.Net) || got.AimRestart != want.AimRestart ||
+			!reflect.DeepEqual(got.Aim, want.Aim) || got.ClientTimeout != want.ClientTimeout || f.RedisPersistence != g.RedisPersistence {
+			t.Fatalf("%q: replay flags %q parse to %+v, want %+v", in, joined, got, want)
+		}
+		if len(want.Restarts)+len(want.Net) == 0 && want.AimRestart == 0 {
+			t.Fatalf("%q: parsed no fault", in)
+		}
 	}
 	if args := (&faultFlags{RedisPersistence: "none"}).replayArgs(); len(args) != 0 {
 		t.Fatalf("no faults: replay args %q, want none", args)
+	}
+}
+
+// TestAimFlagsRefused: an aimed fault the run cannot inject is a usage
+// error before anything starts.
+func TestAimFlagsRefused(t *testing.T) {
+	for _, in := range [][]string{
+		{"--aim-net", "partition+1s"},
+		{"--aim-net", "partition@1s+1s", "--net-fault", "reset@0s+1s"},
+		{"--aim-net", "flood+1s", "--net-fault", "reset@0s+1s"},
+		{"--aim-net", "partition+1s", "--net-fault", "reset@0s+1s", "--aim-restart", "1s"},
+		{"--aim-restart=-1s"},
+		{"--aim-restart", "1s", "--failover", "redis-wait"},
+	} {
+		f := parseRunFlags(t, in)
+		if _, err := f.schedule(); err == nil || exitCode(err) != 2 {
+			t.Errorf("%q: err %v, want a usage error", in, err)
+		}
 	}
 }
 

@@ -45,19 +45,24 @@ const aimDown = time.Second
 // netFaults is the network column's schedule for traffic of length d.
 func netFaults(d time.Duration) *backendfault.Plan {
 	frac := func(f float64) time.Duration { return time.Duration(f * float64(d)) }
-	return &backendfault.Plan{ClientTimeout: 300 * time.Millisecond, Net: []netfault.Timed{
+	p := &backendfault.Plan{ClientTimeout: 300 * time.Millisecond, Net: []netfault.Timed{
 		{Fault: netfault.Fault{Kind: netfault.KindLatency, Latency: 20 * time.Millisecond, Jitter: 10 * time.Millisecond}, At: frac(0.1), For: frac(0.1)},
 		{Fault: netfault.Fault{Kind: netfault.KindDropReplies}, At: frac(0.3), For: 400 * time.Millisecond},
 		{Fault: netfault.Fault{Kind: netfault.KindReset}, At: frac(0.55), For: 100 * time.Millisecond},
 		{Fault: netfault.Fault{Kind: netfault.KindPartition}, At: frac(0.7), For: 300 * time.Millisecond},
 	}, Aim: &backendfault.Aim{Fault: netfault.Fault{Kind: aimKind}, For: time.Second}}
+	p.ReplayArgs = p.Args(false)
+	return p
 }
 
-// restarts crashes srv at 35% and 70% of the traffic.
-func restarts(srv backendfault.Server, label string) func(time.Duration) *backendfault.Plan {
+// restarts crashes srv at 35% and 70% of the traffic; aof says srv is a
+// Redis with an always-fsynced AOF.
+func restarts(srv backendfault.Server, label string, aof bool) func(time.Duration) *backendfault.Plan {
 	return func(d time.Duration) *backendfault.Plan {
-		return &backendfault.Plan{Server: srv, RestartLabel: label, AimRestart: aimDown,
+		p := &backendfault.Plan{Server: srv, RestartLabel: label, AimRestart: aimDown,
 			Restarts: []time.Duration{time.Duration(0.35 * float64(d)), time.Duration(0.7 * float64(d))}}
+		p.ReplayArgs = p.Args(aof)
+		return p
 	}
 }
 
@@ -100,12 +105,12 @@ func (l *cellList) redisRestart(cfg Config, aof bool) {
 	if aof {
 		variant, srv = RedisAOF, l.ps.RedisAOF
 	}
-	l.add(Cell{Config: cfg, Backend: harness.Redis, Fault: Restart, Variant: variant, How: howRedisCrash, scenario: "duplicates", faults: restarts(srv, label)})
+	l.add(Cell{Config: cfg, Backend: harness.Redis, Fault: Restart, Variant: variant, How: howRedisCrash, scenario: "duplicates", faults: restarts(srv, label, aof)})
 }
 
 func (l *cellList) pgRestart(cfg Config) {
 	l.add(Cell{Config: cfg, Backend: harness.Postgres, Fault: Restart, Variant: PostgresCrash, How: howPgCrash, scenario: "duplicates",
-		faults: restarts(l.ps.Postgres, "restart postgres (immediate)")})
+		faults: restarts(l.ps.Postgres, "restart postgres (immediate)", false)})
 }
 
 // Cells lists the matrix's cells on the given backends, in the order they

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	neturl "net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -295,6 +296,23 @@ type Aim struct {
 	Fault netfault.Fault
 	For   time.Duration
 }
+
+// ParseAim parses KIND+LENGTH (e.g. partition+1s), the KIND of
+// netfault.ParseWindow's syntax and how long the aimed fault stays on.
+func ParseAim(s string) (*Aim, error) {
+	kind, length, ok := strings.Cut(s, "+")
+	if !ok || strings.Contains(kind, "@") {
+		return nil, fmt.Errorf("%w: aimed fault %q: want KIND+LENGTH (e.g. partition+1s)", ErrPlan, s)
+	}
+	w, err := netfault.ParseWindow(kind + "@0s+" + length)
+	if err != nil {
+		return nil, err
+	}
+	return &Aim{Fault: w.Fault, For: w.For}, nil
+}
+
+// String renders a in ParseAim's syntax.
+func (a Aim) String() string { return a.Fault.Spec() + "+" + a.For.String() }
 
 // aimHook fires p's Aim once.
 func (e *env) aimHook() idem.Hook {

@@ -12,6 +12,7 @@ package backendfault
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/idembench/idembench/chaos/netfault"
@@ -96,3 +97,37 @@ func (None) Stop()                 {}
 func (None) Windows() []history.Op { return nil }
 func (None) Err() error            { return nil }
 func (None) Close() error          { return nil }
+
+// Args returns the idembench run flags that repeat p's restarts, network
+// faults, aimed faults and client timeout, for a replay command; aof says
+// that the private Redis of the restarts keeps an always-fsynced AOF. A
+// failover is repeated by --failover, which the caller adds.
+func (p *Plan) Args(aof bool) []string {
+	var args []string
+	if p == nil {
+		return args
+	}
+	if len(p.Restarts) > 0 {
+		at := make([]string, len(p.Restarts))
+		for i, d := range p.Restarts {
+			at[i] = d.String()
+		}
+		args = append(args, "--restart-at", strings.Join(at, ","))
+	}
+	if aof && (len(p.Restarts) > 0 || p.AimRestart > 0) {
+		args = append(args, "--redis-persistence", "aof-always")
+	}
+	if p.AimRestart > 0 {
+		args = append(args, "--aim-restart", p.AimRestart.String())
+	}
+	for _, w := range p.Net {
+		args = append(args, "--net-fault", w.String())
+	}
+	if p.Aim != nil {
+		args = append(args, "--aim-net", p.Aim.String())
+	}
+	if p.ClientTimeout > 0 {
+		args = append(args, "--client-timeout", p.ClientTimeout.String())
+	}
+	return args
+}

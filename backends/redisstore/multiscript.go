@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -22,7 +23,6 @@ import (
 type multiScript struct {
 	one    *redis.Script
 	multi  *redis.Script
-	nkeys  int
 	shared []int // the body's ARGV positions sent once per call, in order
 	headed bool  // the reply's first element is the call's, not a key's
 	// expand, when set, turns a per-key reply of the multi script back
@@ -64,10 +64,6 @@ func newMultiScript(sp multiSpec) multiScript {
 	for i := sp.nargs; i >= 1; i-- {
 		body = strings.ReplaceAll(body, fmt.Sprintf("ARGV[%d]", i), fmt.Sprintf("a%d", i))
 	}
-	isShared := map[int]bool{}
-	for _, p := range sp.shared {
-		isShared[p] = true
-	}
 	perKey := sp.nargs - len(sp.shared)
 	var params, keyNames, keyVals, argNames, argVals, sharedNames, sharedVals []string
 	for i := 1; i <= sp.nkeys; i++ {
@@ -82,7 +78,7 @@ func newMultiScript(sp multiSpec) multiScript {
 	n := 0
 	for i := 1; i <= sp.nargs; i++ {
 		params = append(params, fmt.Sprintf("a%d", i))
-		if isShared[i] {
+		if slices.Contains(sp.shared, i) {
 			continue
 		}
 		n++
@@ -114,7 +110,7 @@ func newMultiScript(sp multiSpec) multiScript {
 		b.WriteString("  local r = " + call + "\n")
 	}
 	fmt.Fprintf(&b, "  out[i+%d] = r\nend\nreturn out\n", first)
-	return multiScript{one: sp.one, multi: redis.NewScript(b.String()), nkeys: sp.nkeys, shared: sp.shared, headed: sp.head != "", expand: sp.expand}
+	return multiScript{one: sp.one, multi: redis.NewScript(b.String()), shared: sp.shared, headed: sp.head != "", expand: sp.expand}
 }
 
 // luaClockOnce is luaClock for a multi-key call: now() reads the server
@@ -199,22 +195,12 @@ func (s *Store) merge(calls []scriptCall, multis ...multiScript) []scriptCall {
 		g.idx = append(g.idx, c.i)
 		g.keys = append(g.keys, c.keys...)
 		for p, a := range c.args {
-			if !m.isShared(p + 1) {
+			if !slices.Contains(m.shared, p+1) {
 				g.args = append(g.args, a)
 			}
 		}
 	}
 	return out
-}
-
-// isShared reports whether ARGV position p is sent once per call.
-func (m *multiScript) isShared(p int) bool {
-	for _, q := range m.shared {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // sameShared reports whether a single-key call's args carry the shared

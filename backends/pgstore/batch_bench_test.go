@@ -17,7 +17,7 @@ import (
 func BenchmarkBatch(b *testing.B) {
 	st := newStore(b, Options{})
 	for range b.N {
-		m, err := storetest.MeasureBatch(context.Background(), st, fmt.Sprintf("bb%x", rand.Uint64()), 8, 100, 3, 2*time.Second)
+		m, err := storetest.MeasureBatch(context.Background(), st, fmt.Sprintf("bb%x", rand.Uint64()), 8, 100, 3, 2*time.Second, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -176,7 +176,7 @@ func measure(b *testing.B, client *redis.Client, callers int, run uint64, op fun
 
 // serverCPU returns the CPU seconds (user + system) the Redis server has
 // used, from INFO cpu.
-func serverCPU(b *testing.B, client *redis.Client) float64 {
+func serverCPU(b testing.TB, client redis.UniversalClient) float64 {
 	info, err := client.Info(context.Background(), "cpu").Result()
 	if err != nil {
 		b.Fatal(err)

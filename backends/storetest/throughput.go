@@ -14,46 +14,77 @@ import (
 )
 
 // BatchRates are messages per second with Engine.Do per message and with
-// Engine.DoBatch per batch, and their ratio.
+// Engine.DoBatch per batch, and their ratio. With a Meter they also hold
+// what each message cost the server on each side (the meter's units per
+// message) and the server's load while Do ran (its units per second): on a
+// server that runs out of CPU while batching, 1 / (Ratio target ×
+// PerMessage) is the budget per batched message that target needs.
 type BatchRates struct {
-	PerMessage, Batched, Ratio float64
+	PerMessage, Batched, Ratio                  float64
+	PerMessageCost, BatchedCost, PerMessageLoad float64
 }
+
+// Meter reads a cumulative counter of the server's, such as the CPU seconds
+// it has used.
+type Meter func() (float64, error)
 
 // MeasureBatch runs consumers goroutines that each process messages with
 // fresh keys (a claim, a trivial function, a completion), for d per round,
 // once with Do per message and once with DoBatch over batch messages at a
 // time, in rounds ordered A B B A (reversed every other round) so a drift
 // of the machine's speed hurts both alike, and returns the median of each.
-// prefix starts every key, so runs on a shared server do not meet.
-func MeasureBatch(ctx context.Context, st idem.Store, prefix string, consumers, batch, rounds int, d time.Duration) (BatchRates, error) {
+// prefix starts every key, so runs on a shared server do not meet. meter,
+// when not nil, is read before and after every round.
+func MeasureBatch(ctx context.Context, st idem.Store, prefix string, consumers, batch, rounds int, d time.Duration, meter Meter) (BatchRates, error) {
 	e := idem.New(st, idem.WithLeaseTTL(time.Minute), idem.WithHeartbeat(-1))
 	defer e.Close()
-	var per, bat []float64
+	var per, bat, perCost, batCost, perLoad []float64
 	var seq atomic.Int64
+	read := func() (float64, error) {
+		if meter == nil {
+			return 0, nil
+		}
+		return meter()
+	}
 	for r := range rounds {
 		order := []bool{false, true, true, false}
 		if r%2 == 1 {
 			order = []bool{true, false, false, true}
 		}
 		for _, batched := range order {
-			rate, err := consume(ctx, e, prefix, &seq, consumers, batch, batched, d/2)
+			m0, err := read()
+			if err != nil {
+				return BatchRates{}, err
+			}
+			n, secs, err := consume(ctx, e, prefix, &seq, consumers, batch, batched, d/2)
+			if err != nil {
+				return BatchRates{}, err
+			}
+			m1, err := read()
 			if err != nil {
 				return BatchRates{}, err
 			}
 			if batched {
-				bat = append(bat, rate)
+				bat = append(bat, n/secs)
+				batCost = append(batCost, (m1-m0)/n)
 			} else {
-				per = append(per, rate)
+				per = append(per, n/secs)
+				perCost = append(perCost, (m1-m0)/n)
+				perLoad = append(perLoad, (m1-m0)/secs)
 			}
 		}
 	}
 	m := BatchRates{PerMessage: median(per), Batched: median(bat)}
 	m.Ratio = m.Batched / m.PerMessage
+	if meter != nil {
+		m.PerMessageCost, m.BatchedCost, m.PerMessageLoad = median(perCost), median(batCost), median(perLoad)
+	}
 	return m, nil
 }
 
-// consume runs one round and returns messages per second.
-func consume(ctx context.Context, e *idem.Engine, prefix string, seq *atomic.Int64, consumers, batch int, batched bool, d time.Duration) (float64, error) {
+// consume runs one round and returns the messages it processed and the
+// seconds it took.
+func consume(ctx context.Context, e *idem.Engine, prefix string, seq *atomic.Int64, consumers, batch int, batched bool, d time.Duration) (msgs, secs float64, err error) {
 	fp := idem.FingerprintString("message")
 	fn := func(context.Context) (idem.Response, error) { return idem.Response{Status: 200}, nil }
 	var done atomic.Int64
@@ -88,9 +119,9 @@ func consume(ctx context.Context, e *idem.Engine, prefix string, seq *atomic.Int
 	}
 	wg.Wait()
 	if err, _ := firstErr.Load().(error); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), nil
+	return float64(done.Load()), time.Since(start).Seconds(), nil
 }
 
 func median(xs []float64) float64 {

@@ -35,6 +35,7 @@ type consumeCmd struct {
 	Latency        time.Duration `help:"How long the business handler works before its effect (default 2ms)." placeholder:"DURATION"`
 	CrashBeforeAck int           `help:"Consumers killed after a message's effect and before its ack (aimed)." default:"3"`
 	Pause          int           `help:"Consumers stopped right before an effect, past their lease and the ack wait."`
+	Overlap        int           `help:"Messages published twice whose first copy waits after its claim, before its effect, until the other copy was claimed (at most half the lease): a duplicate aimed at a message in flight."`
 	Restarts       int           `help:"Consumer restarts during the run."`
 	ServerRestart  bool          `help:"NATS only: run a private nats-server with file storage and restart it mid-run."`
 	Processes      bool          `help:"Run each consumer in a worker process: crashes are SIGKILLs, pauses SIGSTOPs, restarts SIGTERMs."`
@@ -51,7 +52,7 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 	cfg := consume.Config{
 		Broker: c.Broker, URL: c.brokerURL(), BrokerOnly: c.BrokerOnly, Sink: c.Sink, Recovery: c.Recovery && c.Sink == "fenced",
 		Messages: c.Messages, DuplicateRate: c.duplicateRate(), Consumers: c.Consumers, Batch: c.Batch, BatchLinger: c.BatchLinger, Latency: c.Latency, Processes: c.Processes, Seed: harness.Seed(c.Seed), Timeout: c.Timeout,
-		Faults: consume.Faults{CrashBeforeAck: c.CrashBeforeAck, Pause: c.Pause, Restarts: c.Restarts, ServerRestart: c.ServerRestart},
+		Faults: consume.Faults{CrashBeforeAck: c.CrashBeforeAck, Pause: c.Pause, Overlap: c.Overlap, Restarts: c.Restarts, ServerRestart: c.ServerRestart},
 	}
 	if c.Processes {
 		exe, err := os.Executable()
@@ -157,6 +158,9 @@ func (c *consumeCmd) replayFlags() string {
 		c.Messages, max(c.DuplicateRate, 0), c.Consumers, c.CrashBeforeAck, c.Pause, c.Restarts, c.Sink)
 	if !c.Recovery || c.Sink != "fenced" {
 		s += " --no-recovery"
+	}
+	if c.Overlap > 0 {
+		s += fmt.Sprintf(" --overlap %d", c.Overlap)
 	}
 	if c.Batch > 1 {
 		s += fmt.Sprintf(" --batch %d", c.Batch)

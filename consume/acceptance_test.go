@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,6 +214,65 @@ func TestPause(t *testing.T) {
 	}
 }
 
+// TestOverlap aims publisher duplicates at messages in flight: the first
+// copy of each target waits after its claim, before its effect, until the
+// other copy was claimed. The only duplicates are the aimed ones, so a
+// catch is the aim's, not a lucky overlap of natural duplicates. The
+// reference engine passes; a store that writes nothing before the effect
+// (naive cache-on-success) runs both copies, in process and with worker
+// processes, on both brokers: the other copy waits for the held copy's
+// effect, so the lower token writes first and the fenced sink takes both
+// (I1).
+func TestOverlap(t *testing.T) {
+	for _, b := range brokers {
+		for _, procs := range []bool{false, true} {
+			for _, g := range []struct {
+				name string
+				set  func(*consume.Config)
+				safe bool
+			}{guards[0], guards[3]} {
+				name := b + "/in-process/" + g.name
+				if procs {
+					name = b + "/processes/" + g.name
+				}
+				t.Run(name, func(t *testing.T) {
+					cfg := fast(b, brokerURL(t, b), 9)
+					cfg.DuplicateRate, cfg.Faults.Overlap = -1, 3
+					if procs {
+						cfg.Processes, cfg.WorkerCommand, cfg.Consumers = true, workerCommand, 3
+					}
+					g.set(&cfg)
+					res, err := consume.Run(context.Background(), cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Stats.Overlaps != 3 || res.Stats.Duplicates != 3 {
+						t.Fatalf("%d overlaps struck of %d duplicates, want 3 of 3", res.Stats.Overlaps, res.Stats.Duplicates)
+					}
+					met := 0
+					for _, op := range res.History.Ops {
+						if op.Kind == history.KindFault && strings.HasPrefix(op.Label, "hold consumer") {
+							if !strings.Contains(op.Label, "until another copy was claimed") {
+								t.Errorf("a hold gave up: %s", op.Label)
+							}
+							met++
+						}
+					}
+					if met != 3 {
+						t.Errorf("%d hold ops in the history, want 3", met)
+					}
+					switch {
+					case g.safe && res.Report.Verdict != checker.VerdictOK:
+						t.Fatalf("verdict %s (violated %v), want ok", res.Report.Verdict, res.Report.Violated())
+					case !g.safe && !slices.Contains(res.Report.Violated(), checker.I1AtMostOnce):
+						t.Fatalf("verdict %s (violated %v), want I1", res.Report.Verdict, res.Report.Violated())
+					}
+				})
+			}
+		}
+	}
+}
+
 // TestServerRestart restarts a private nats-server with file storage
 // during traffic, with a crash before ack as well: every message is
 // settled and the reference engine passes.
@@ -245,6 +305,8 @@ func TestConfigErrors(t *testing.T) {
 		{"restart on rabbitmq", consume.Config{Broker: consume.RabbitMQ, URL: "x", Faults: consume.Faults{ServerRestart: true}}},
 		{"recovery on plain sink", consume.Config{Broker: consume.NATS, URL: "x", Sink: workload.SinkPlain, Recovery: true}},
 		{"too many targets", consume.Config{Broker: consume.NATS, URL: "x", Messages: 2, Poison: 2, Faults: consume.Faults{CrashBeforeAck: 1}}},
+		{"too many targets with overlaps", consume.Config{Broker: consume.NATS, URL: "x", Messages: 3, Faults: consume.Faults{Pause: 1, Overlap: 3}}},
+		{"negative overlap", consume.Config{Broker: consume.NATS, URL: "x", Faults: consume.Faults{Overlap: -1}}},
 		{"negative batch", consume.Config{Broker: consume.NATS, URL: "x", Batch: -1}},
 		{"batch above the limit", consume.Config{Broker: consume.NATS, URL: "x", Batch: consume.MaxBatch + 1}},
 		{"batch linger above 1s", consume.Config{Broker: consume.NATS, URL: "x", Batch: 4, BatchLinger: 2 * time.Second}},

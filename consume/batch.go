@@ -98,6 +98,9 @@ func (n *node) handleBatch(ctx context.Context, id int, sub subscription, ds []d
 	}
 	n.co.batched(len(ds))
 	as, errs := sub.processBatch(context.WithValue(ctx, batchKey{}, bs), ds)
+	for _, d := range ds {
+		n.co.passed(d.key(), false)
+	}
 	if bs.hasCrashed() || errors.Is(errors.Join(errs...), errCrash) {
 		n.abandonBatch(bs)
 		return true

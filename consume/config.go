@@ -64,9 +64,10 @@ type Config struct {
 	// Consumers is the number of concurrent consumers (default 4).
 	Consumers int
 	// Prefetch is how many unacknowledged messages a consumer may hold
-	// (default 2, or 1 in a run with pauses: a stopped RabbitMQ consumer
-	// with a free prefetch slot would be handed the duplicate that should
-	// reach another consumer; Batch in a batch run, and never less).
+	// (default 2, or 1 in a run with pauses or overlaps: a stopped or
+	// holding RabbitMQ consumer with a free prefetch slot would be handed
+	// the duplicate that should reach another consumer; Batch in a batch
+	// run, and never less).
 	Prefetch int
 	// Batch, above 1, makes every consumer pull up to Batch messages at a
 	// time and claim them together through idem.Engine.ConsumeBatch (the
@@ -142,6 +143,15 @@ type Faults struct {
 	// go back to the broker) and a new one takes its place. With Processes
 	// a worker gets SIGTERM while the publisher runs and is replaced.
 	Restarts int
+	// Overlap is the number of duplicated messages whose first copy to
+	// reach its handler waits there, after its claim and before its
+	// effect, until another copy of the message got past its own claim
+	// (its handler started, or its consumer had the engine's answer), at
+	// most half the lease: the duplicate meets the first copy in flight,
+	// the case a store that writes nothing before the effect gets wrong.
+	// Each target is published twice, the second copy 0 or 1 positions
+	// later. Without the engine (BrokerOnly) the wait is in the handler.
+	Overlap int
 	// ServerRestart (NATS only) runs the broker as a private nats-server
 	// with file storage and restarts it (SIGTERM, then start again on the
 	// same port and store) once half the messages are published.
@@ -185,7 +195,7 @@ func (c *Config) withDefaults() error {
 	if c.Batch > 1 {
 		setDefault(&c.Prefetch, c.Batch)
 	}
-	if c.Faults.Pause > 0 {
+	if c.Faults.Pause > 0 || c.Faults.Overlap > 0 {
 		setDefault(&c.Prefetch, 1)
 	}
 	setDefault(&c.Prefetch, 2)
@@ -205,12 +215,12 @@ func (c *Config) withDefaults() error {
 		}
 	}
 	f := c.Faults
-	if c.Poison < 0 || f.CrashBeforeAck < 0 || f.Pause < 0 || f.Restarts < 0 {
+	if c.Poison < 0 || f.CrashBeforeAck < 0 || f.Pause < 0 || f.Overlap < 0 || f.Restarts < 0 {
 		return fmt.Errorf("%w: negative count", ErrConfig)
 	}
-	if c.Poison+f.CrashBeforeAck+f.Pause > c.Messages {
-		return fmt.Errorf("%w: %d poison messages, %d crashes and %d pauses need as many distinct messages, have %d",
-			ErrConfig, c.Poison, f.CrashBeforeAck, f.Pause, c.Messages)
+	if c.Poison+f.CrashBeforeAck+f.Pause+f.Overlap > c.Messages {
+		return fmt.Errorf("%w: %d poison messages, %d crashes, %d pauses and %d overlaps need as many distinct messages, have %d",
+			ErrConfig, c.Poison, f.CrashBeforeAck, f.Pause, f.Overlap, c.Messages)
 	}
 	return nil
 }

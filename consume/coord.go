@@ -33,6 +33,17 @@ type coord interface {
 	takeCrash(key string) bool
 	// pause stalls the consumer if key is a pause target not struck yet.
 	pause(ctx context.Context, consumer int, key string, token idem.Token)
+	// The overlap handshake (Faults.Overlap), for target keys only: hold
+	// stalls the consumer of the first copy of key to reach it before
+	// its effect, until another copy passed its claim, and reports
+	// whether it held; passed says that another copy got its claim
+	// answered, and with wait (a copy about to run its handler) also
+	// waits for the held copy's effect, so the held copy, which claimed
+	// first, writes first; heldDone says the held copy's effect is done.
+	// Each wait lasts at most half the lease.
+	hold(ctx context.Context, consumer int, key string, token idem.Token) bool
+	passed(key string, wait bool)
+	heldDone(key string)
 }
 
 var _ coord = (*runner)(nil)
@@ -133,3 +144,82 @@ func (r *runner) waitPause(key string, dead <-chan struct{}) time.Duration {
 		}
 	}
 }
+
+// overlap is the handshake state of one overlap target.
+type overlap struct {
+	passed chan struct{} // closed once another copy got its claim answered
+	done   chan struct{} // closed once the held copy's effect is done
+}
+
+// overlapOf returns key's handshake state.
+func (r *runner) overlapOf(key string) *overlap {
+	r.holdMu.Lock()
+	defer r.holdMu.Unlock()
+	if r.overlaps == nil {
+		r.overlaps = map[string]*overlap{}
+	}
+	o, ok := r.overlaps[key]
+	if !ok {
+		o = &overlap{passed: make(chan struct{}), done: make(chan struct{})}
+		r.overlaps[key] = o
+	}
+	return o
+}
+
+// closeOnce closes ch unless it is closed; holdMu serialises the closers.
+func (r *runner) closeOnce(ch chan struct{}) {
+	r.holdMu.Lock()
+	defer r.holdMu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// hold, in-process, blocks the consumer's goroutine until another copy of
+// key got its claim answered (see waitOverlap).
+func (r *runner) hold(_ context.Context, consumer int, key string, token idem.Token) bool {
+	if !r.plan.hold.take(key) {
+		return false
+	}
+	start := r.now()
+	took, met := r.waitOverlap(r.overlapOf(key).passed)
+	label := fmt.Sprintf("hold consumer %d before effect until another copy was claimed (%s)", consumer, took.Round(time.Millisecond))
+	if !met {
+		label = fmt.Sprintf("hold consumer %d before effect: no other copy was claimed within %s", consumer, took.Round(time.Millisecond))
+	}
+	r.rec.Record(history.Op{Kind: history.KindFault, Client: consumer, Worker: consumer, Key: key,
+		Token: uint64(token), Call: start, Return: r.now(), Label: label})
+	return true
+}
+
+// waitOverlap waits until ch is closed, or at most half the lease (no
+// heartbeat runs before the effect: the held copy must still own its
+// lease when it goes on, or this would be a pause), or until the run ends.
+// It returns how long it waited and whether ch was closed.
+func (r *runner) waitOverlap(ch chan struct{}) (time.Duration, bool) {
+	start := time.Now()
+	t := time.NewTimer(r.cfg.LeaseTTL / 2)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return time.Since(start), true
+	case <-t.C:
+	case <-r.stop:
+	}
+	return time.Since(start), false
+}
+
+func (r *runner) passed(key string, wait bool) {
+	if !r.plan.hold.has(key) {
+		return
+	}
+	o := r.overlapOf(key)
+	r.closeOnce(o.passed)
+	if wait {
+		r.waitOverlap(o.done)
+	}
+}
+
+func (r *runner) heldDone(key string) { r.closeOnce(r.overlapOf(key).done) }

@@ -29,6 +29,7 @@ type callState struct {
 	consumer  int
 	ran       bool // the handler ran
 	recovered bool // the recovery hook completed the key
+	held      bool // an overlap hold stalled this copy before its effect
 	token     idem.Token
 	exec      string
 }
@@ -62,6 +63,7 @@ func (n *node) handle(ctx context.Context, id int, d delivery) (crashed bool) {
 		FP: history.FingerprintID(idem.NewFingerprint(d.body())), Call: n.now()}
 	a, err := d.process(context.WithValue(ctx, stateKey{}, st))
 	op.Return = n.now()
+	n.co.passed(d.key(), false)
 	if errors.Is(err, errCrash) {
 		op.Outcome, op.Return, op.Token, op.Exec = history.Unknown, history.NoReturn, uint64(st.token), st.exec
 		op.Err = "consumer crashed after the effect, before the ack"
@@ -89,6 +91,14 @@ func (n *node) business(ctx context.Context, body []byte) error {
 		return idem.Permanent(fmt.Errorf("bad payload: %w", err))
 	}
 	st := stateOf(ctx, m.Key)
+	if n.engine == nil {
+		st.held = n.co.hold(ctx, st.consumer, m.Key, 0) // with the engine: in the hook
+	}
+	if st.held {
+		defer n.co.heldDone(m.Key)
+	} else {
+		n.co.passed(m.Key, true)
+	}
 	st.ran = true
 	l, _ := idem.LeaseFrom(ctx)
 	st.token = l.Token
@@ -125,9 +135,10 @@ func (n *node) recover(ctx context.Context, l idem.Lease) (idem.Response, bool, 
 }
 
 // hook aims the faults at their points: a crash after the effect, before
-// the outcome is recorded and the message acked; a pause before the
-// effect, heartbeat stopped. In a batch, the deliveries after a crash are
-// not processed, and a worker process dies in the hook (see handleBatch).
+// the outcome is recorded and the message acked; a pause and an overlap
+// hold before the effect, heartbeat stopped (a hold stays within half
+// the lease). In a batch, the deliveries after a crash are not processed,
+// and a worker process dies in the hook (see handleBatch).
 func (n *node) hook(ctx context.Context, p idem.Point, l idem.Lease) error {
 	bs := batchFrom(ctx)
 	switch p {
@@ -150,6 +161,9 @@ func (n *node) hook(ctx context.Context, p idem.Point, l idem.Lease) error {
 		return errCrash
 	case idem.PointBeforeFn:
 		n.co.pause(ctx, stateOf(ctx, l.Key).consumer, l.Key, l.Token)
+		if st := stateOf(ctx, l.Key); n.co.hold(ctx, st.consumer, l.Key, l.Token) {
+			st.held = true
+		}
 	}
 	return nil
 }

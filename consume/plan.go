@@ -3,7 +3,9 @@ package consume
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 )
 
@@ -28,6 +30,7 @@ type plan struct {
 	order  []int // indexes into msgs, in publish order; duplicates appear twice
 	crash  *targets
 	pause  *targets
+	hold   *targets // Faults.Overlap
 	poison map[string]bool
 	index  map[string]int
 }
@@ -59,9 +62,11 @@ func newPlan(cfg *Config, run string) *plan {
 	}
 	p.crash = newTargets(take(cfg.Faults.CrashBeforeAck))
 	p.pause = newTargets(take(cfg.Faults.Pause))
+	p.hold = newTargets(take(cfg.Faults.Overlap))
 	// Publish order: every message once, and a duplicate of some of them
 	// 0 to 8 positions later (0: back to back, so copies can reach two
-	// consumers at once); every pause target has one 0 to 2 later.
+	// consumers at once); every pause target has one 0 to 2 later, every
+	// overlap target one 0 or 1 later.
 	later := map[int][]int{}
 	for i := range p.msgs {
 		p.order = append(p.order, i)
@@ -70,6 +75,10 @@ func newPlan(cfg *Config, run string) *plan {
 			// A paused consumer holds its message; the duplicate is what
 			// reaches another consumer on a broker with no ack timeout.
 			at := i + rng.IntN(3)
+			later[at] = append(later[at], i)
+		case p.hold.keys[p.msgs[i].Key]:
+			// The copy the held first copy waits for.
+			at := i + rng.IntN(2)
 			later[at] = append(later[at], i)
 		case rng.Float64() < cfg.DuplicateRate:
 			at := i + rng.IntN(9)
@@ -109,6 +118,21 @@ func (t *targets) take(key string) bool {
 		return true
 	}
 	return false
+}
+
+// list returns the targets, struck or not, sorted.
+func (t *targets) list() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Sorted(maps.Keys(t.keys))
+}
+
+// has reports whether key is a target, struck or not.
+func (t *targets) has(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.keys[key]
+	return ok
 }
 
 // struck counts the targets struck so far.

@@ -84,7 +84,8 @@ func (r *runner) workerSpec(id int) workerSpec {
 	c := r.cfg
 	return workerSpec{Broker: c.Broker, URL: r.b.url(), Run: r.runID, Consumer: id, BrokerOnly: c.BrokerOnly,
 		Recovery: c.Recovery, LeaseTTL: c.LeaseTTL, Latency: c.Latency, RequeueDelay: c.RequeueDelay,
-		AckWait: c.AckWait, Prefetch: c.Prefetch, Consumers: c.Consumers, Batch: c.Batch, BatchLinger: c.BatchLinger}
+		AckWait: c.AckWait, Prefetch: c.Prefetch, Consumers: c.Consumers, Batch: c.Batch, BatchLinger: c.BatchLinger,
+		Holds: r.plan.hold.list()}
 }
 
 type lockedEncoder struct {
@@ -220,6 +221,12 @@ func (r *runner) dispatch(p *proc, req *request) response {
 		resp.Bool = r.takeCrash(req.Key)
 	case mPause:
 		r.pauseWorker(p, req)
+	case mHold:
+		resp.Bool = r.hold(ctx, req.Consumer, req.Key, req.Token)
+	case mPassed:
+		r.passed(req.Key, req.Wait)
+	case mHeldDone:
+		r.heldDone(req.Key)
 	case mAcquire:
 		resp.Lease, resp.Rec, err = r.store.Acquire(ctx, req.Key, req.FP, req.TTL)
 	case mHeartbeat:

@@ -75,8 +75,8 @@ func WriteSummary(w io.Writer, res *Result) error {
 	}
 	fmt.Fprintf(&b, "publish to effect: p50 %s, p90 %s, p99 %s, max %s over %d messages\n",
 		s.EndToEnd.P50, s.EndToEnd.P90, s.EndToEnd.P99, s.EndToEnd.Max, s.EndToEnd.Count)
-	fmt.Fprintf(&b, "faults: %d crashes before ack, %d pauses, %d consumer restarts, %d server restarts\n",
-		s.Crashes, s.Pauses, s.Restarts, s.ServerRestarts)
+	fmt.Fprintf(&b, "faults: %d crashes before ack, %d pauses, %d overlapped duplicates, %d consumer restarts, %d server restarts\n",
+		s.Crashes, s.Pauses, s.Overlaps, s.Restarts, s.ServerRestarts)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -54,8 +54,10 @@ type runner struct {
 	pausing   atomic.Int64 // consumers paused right now
 	c         counters
 	mu        sync.Mutex
-	published map[string]int64 // first publish time per key
-	effected  map[string]int64 // first applied effect per key
+	holdMu    sync.Mutex
+	overlaps  map[string]*overlap // Faults.Overlap's handshakes, by key
+	published map[string]int64    // first publish time per key
+	effected  map[string]int64    // first applied effect per key
 }
 
 // Run publishes the configured messages with duplicates to a fresh queue

@@ -47,10 +47,11 @@ type Stats struct {
 	// deliveries in them; both are 0 message by message.
 	Batches           int `json:"batches"`
 	BatchedDeliveries int `json:"batched_deliveries"`
-	// Crashes, Pauses, Restarts and ServerRestarts count the faults that
-	// struck.
+	// Crashes, Pauses, Overlaps, Restarts and ServerRestarts count the
+	// faults that struck.
 	Crashes        int `json:"crashes"`
 	Pauses         int `json:"pauses"`
+	Overlaps       int `json:"overlaps"`
 	Restarts       int `json:"restarts"`
 	ServerRestarts int `json:"server_restarts"`
 	// Applied counts the effects the sink applied, DoubledKeys the keys
@@ -98,7 +99,8 @@ func (r *runner) result(start time.Time, resources []string) *Result {
 		Deliveries:     int(r.c.deliveries.Load()), Redeliveries: int(r.c.redeliveries.Load()),
 		Acked: int(r.c.acked.Load()), Requeued: int(r.c.requeued.Load()),
 		DeadLetterActions: int(r.c.deadLetterActions.Load()), SettleErrors: int(r.c.settleErrors.Load()),
-		Crashes: r.plan.crash.struck(), Pauses: r.plan.pause.struck(), Restarts: int(r.c.restarts.Load()),
+		Crashes: r.plan.crash.struck(), Pauses: r.plan.pause.struck(), Overlaps: r.plan.hold.struck(),
+		Restarts:       int(r.c.restarts.Load()),
 		ServerRestarts: int(r.c.serverRestarts.Load()),
 		Batches:        int(r.c.batches.Load()), BatchedDeliveries: int(r.c.batchedDeliveries.Load()),
 		Applied: ls.Applied, DoubledKeys: ls.Doubled, Duration: dur,
@@ -141,7 +143,8 @@ func (r *runner) header(start time.Time) history.Header {
 			"broker": c.Broker, "messages": strconv.Itoa(c.Messages), "duplicate_rate": strconv.FormatFloat(c.DuplicateRate, 'g', -1, 64),
 			"poison": strconv.Itoa(c.Poison), "consumers": strconv.Itoa(c.Consumers), "prefetch": strconv.Itoa(c.Prefetch),
 			"ack_wait": c.AckWait.String(), "crash_before_ack": strconv.Itoa(f.CrashBeforeAck), "pause": strconv.Itoa(f.Pause),
-			"batch": strconv.Itoa(max(c.Batch, 1)), "batch_linger": c.BatchLinger.String(),
+			"overlap": strconv.Itoa(f.Overlap),
+			"batch":   strconv.Itoa(max(c.Batch, 1)), "batch_linger": c.BatchLinger.String(),
 			"pause_for": f.PauseFor.String(), "restarts": strconv.Itoa(f.Restarts), "server_restart": strconv.FormatBool(f.ServerRestart),
 		},
 	}

@@ -28,6 +28,9 @@ const (
 	mRecover   = "recover"
 	mTakeCrash = "take-crash"
 	mPause     = "pause"
+	mHold      = "hold"
+	mPassed    = "passed"
+	mHeldDone  = "held-done"
 	mAcquire   = "acquire"
 	mHeartbeat = "heartbeat"
 	mComplete  = "complete"
@@ -56,6 +59,7 @@ type request struct {
 	Action      uint8
 	Redelivered bool
 	Settled     bool
+	Wait        bool
 	Size        int
 	Acquires    []idem.AcquireRequest
 	Finishes    []idem.Finish

@@ -30,6 +30,9 @@ type workerSpec struct {
 	Consumers        int
 	Batch            int
 	BatchLinger      time.Duration
+	// Holds are the overlap targets (Faults.Overlap): the worker asks
+	// the coordinator about these keys only.
+	Holds []string
 }
 
 // ServeWorker runs one consumer of a multi-process run (Config.Processes)
@@ -59,7 +62,10 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer b.close(context.WithoutCancel(ctx))
-	co := &rpcCoord{c: c}
+	co := &rpcCoord{c: c, holds: map[string]bool{}}
+	for _, k := range spec.Holds {
+		co.holds[k] = true
+	}
 	n := &node{co: co, b: b, latency: spec.Latency, now: history.Now, batch: spec.Batch, linger: spec.BatchLinger, killInHook: true, ended: func(ctx context.Context, id int, crashed bool) {
 		if crashed {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -87,7 +93,10 @@ func (f flushWriter) Write(p []byte) (int, error) {
 }
 
 // rpcCoord is the coordinator as a worker sees it.
-type rpcCoord struct{ c *client }
+type rpcCoord struct {
+	c     *client
+	holds map[string]bool // the overlap targets; read-only
+}
 
 var _ coord = (*rpcCoord)(nil)
 
@@ -125,6 +134,28 @@ func (r *rpcCoord) takeCrash(key string) bool {
 // before it answers when key is a pause target.
 func (r *rpcCoord) pause(ctx context.Context, consumer int, key string, token idem.Token) {
 	_, _ = r.send(request{Method: mPause, Consumer: consumer, Key: key, Token: token})
+}
+
+// hold asks the coordinator, which answers once the hold is over (or at
+// once when another copy took it).
+func (r *rpcCoord) hold(ctx context.Context, consumer int, key string, token idem.Token) bool {
+	if !r.holds[key] {
+		return false
+	}
+	resp, err := r.send(request{Method: mHold, Consumer: consumer, Key: key, Token: token})
+	return err == nil && resp.Bool
+}
+
+func (r *rpcCoord) passed(key string, wait bool) {
+	if r.holds[key] {
+		_, _ = r.send(request{Method: mPassed, Key: key, Wait: wait})
+	}
+}
+
+func (r *rpcCoord) heldDone(key string) {
+	if r.holds[key] {
+		_, _ = r.send(request{Method: mHeldDone, Key: key})
+	}
 }
 
 // remoteStore is the coordinator's idem.Store as a worker sees it. A

@@ -47,8 +47,14 @@ const (
 	howAckCrash     = "consumer drops its delivery unacked and closes its channel, aimed after the effect (2 messages, no publisher duplicates)"
 	howAckKill      = "SIGKILL of a consumer worker process aimed after the effect, before the ack (2 messages, 3 workers)"
 	howAckKillBatch = "SIGKILL of a consumer worker process inside a batch of up to 8, aimed after an effect, before the batch's outcomes and acks (2 messages, 3 workers)"
-	howPublisherDup = "publisher duplicates (30% of messages published twice, 0 to 8 apart)"
+	howPublisherDup = "publisher duplicates (30% of messages published twice, 0 to 8 apart; the first copies of 3 more are held after their claim until the other copy was claimed)"
 )
+
+// dupOverlaps is how many messages of a publisher-duplicates cell have
+// their duplicate aimed at the first copy in flight, so that a store that
+// writes nothing before the effect is caught on every seed, not only when
+// two copies happen to overlap.
+const dupOverlaps = 3
 
 // isBroker reports whether b names a broker (a consumer cell).
 func isBroker(b harness.Backend) bool { return b == RabbitMQ || b == NATS }
@@ -95,8 +101,8 @@ func (o *Options) consumeConfig(ctx context.Context, c *Cell) (consume.Config, [
 		cfg.Faults.CrashBeforeAck, cfg.DuplicateRate = 2, -1
 		flags = append(flags, "--crash-before-ack", "2", "--duplicate-rate", "0")
 	case Dup:
-		cfg.DuplicateRate = 0.3
-		flags = append(flags, "--crash-before-ack", "0", "--duplicate-rate", "0.3")
+		cfg.DuplicateRate, cfg.Faults.Overlap = 0.3, dupOverlaps
+		flags = append(flags, "--crash-before-ack", "0", "--duplicate-rate", "0.3", "--overlap", fmt.Sprint(dupOverlaps))
 	default:
 		return cfg, nil, func() {}, fmt.Errorf("no consumer run for fault %q", c.Fault)
 	}

@@ -31,7 +31,7 @@ func TestBrokerExpectations(t *testing.T) {
 		{Plain, Dup, "", Safe, false},
 		{Recovery, Dup, "", Safe, false},
 		{BrokerOnly, Dup, "", Unsafe, false},
-		{NaiveStore, Dup, "", Unsafe, true},
+		{NaiveStore, Dup, "", Unsafe, false},
 	}
 	for _, c := range cases {
 		got, byChance := expect(c.config, c.fault, c.variant)

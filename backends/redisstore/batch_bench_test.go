@@ -15,8 +15,9 @@ import (
 // prints the Redis server's CPU time per message of each side (INFO cpu),
 // the share of a core Redis used while Do ran, and the CPU budget per
 // batched message that 5× would leave Redis (1 / (5 × do-msg/s)): Redis
-// runs out of its core while batching, so the ratio is at most budget ÷
-// cost.
+// runs out of its core while batching, so 5× is reached only when the
+// batched cost is within that budget (the ratio is at most 5 × budget ÷
+// cost).
 //
 //	go test -run '^$' -bench Batch -benchtime 1x ./backends/redisstore/
 func BenchmarkBatch(b *testing.B) {

@@ -3,12 +3,12 @@ package blackbox
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/idembench/idembench/internal/yamldur"
 )
 
 // targetFile is the YAML schema of a target file.
@@ -58,24 +58,8 @@ type conformanceYAML struct {
 	Deviations       map[string]string `yaml:"deviations"`
 }
 
-// duration is a time.Duration written as "250ms" or "2s".
-type duration struct{ d time.Duration }
-
-func (d *duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a duration such as 250ms", n.Line)
-	}
-	if n.Value == "0" {
-		*d = duration{}
-		return nil
-	}
-	v, err := time.ParseDuration(n.Value)
-	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: %q is not a duration (want e.g. 250ms or 2s)", n.Line, n.Value)
-	}
-	*d = duration{v}
-	return nil
-}
+// duration is a YAML duration: "250ms", "2s" or 0, never negative.
+type duration = yamldur.Duration
 
 // LoadTarget reads and validates the target file at path (see
 // ParseTarget). A file that cannot be read is an ErrUsage error too: the
@@ -142,7 +126,7 @@ func (f *targetFile) target(source string) *Target {
 			ReplayHeader: o.ReplayHeader, AmountMin: o.AmountMin, AmountMax: o.AmountMax,
 		},
 		Oracle: Oracle{
-			Kind: f.Oracle.Kind, KeyHeader: f.Oracle.KeyHeader, Latency: f.Oracle.Latency.d,
+			Kind: f.Oracle.Kind, KeyHeader: f.Oracle.KeyHeader, Latency: f.Oracle.Latency.D,
 			URL: f.Oracle.URL, PostgresURL: f.Oracle.PostgresURL, Query: f.Oracle.Query,
 		},
 		Conformance: Conformance{
@@ -152,7 +136,7 @@ func (f *targetFile) target(source string) *Target {
 		Source: source,
 	}
 	if s := f.Start; s != nil {
-		t.Start = &Start{Command: s.Command, Env: s.Env, Dir: s.Dir, Ready: s.Ready, ReadyTimeout: s.ReadyTimeout.d}
+		t.Start = &Start{Command: s.Command, Env: s.Env, Dir: s.Dir, Ready: s.Ready, ReadyTimeout: s.ReadyTimeout.D}
 	}
 	return t
 }

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/internal/yamldur"
 	"github.com/idembench/idembench/workload"
 )
 
@@ -103,27 +104,8 @@ type faultYML struct {
 	ThenFail    bool      `yaml:"then_fail"`
 }
 
-// duration is a time.Duration written as "250ms", "2s", or 0.
-type duration struct{ d time.Duration }
-
-func (d *duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a duration such as 250ms", n.Line)
-	}
-	if n.Value == "0" {
-		*d = duration{}
-		return nil
-	}
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (want e.g. 250ms or 2s)", n.Line, n.Value)
-	}
-	if v < 0 {
-		return fmt.Errorf("line %d: negative duration %s", n.Line, n.Value)
-	}
-	*d = duration{d: v}
-	return nil
-}
+// duration is a YAML duration: "250ms", "2s" or 0, never negative.
+type duration = yamldur.Duration
 
 // heartbeat is "on" (default interval), "off", or an interval.
 type heartbeat struct {
@@ -208,7 +190,7 @@ func (f *file) scenario(source string, m nodes) (*Scenario, error) {
 		return nil, m.errAt("name", "%d bytes is above the limit of %d", len(f.Name), MaxNameLen)
 	case strings.ContainsFunc(f.Name, unicode.IsControl):
 		return nil, m.errAt("name", "holds a control character")
-	case f.Duration.d <= 0:
+	case f.Duration.D <= 0:
 		return nil, m.errAt("duration", "required and positive")
 	case len(f.Faults) > MaxFaults:
 		return nil, m.errAt("faults", "%d entries is above the limit of %d", len(f.Faults), MaxFaults)
@@ -217,42 +199,42 @@ func (f *file) scenario(source string, m nodes) (*Scenario, error) {
 	s := &Scenario{
 		Name:        f.Name,
 		Description: f.Description,
-		Duration:    f.Duration.d,
+		Duration:    f.Duration.D,
 		Source:      source,
 		Engine: workload.Engine{
-			LeaseTTL:     f.Engine.LeaseTTL.d,
+			LeaseTTL:     f.Engine.LeaseTTL.D,
 			Heartbeat:    f.Engine.Heartbeat.d,
-			ConflictWait: f.Engine.ConflictWait.d,
-			Retention:    f.Engine.Retention.d,
+			ConflictWait: f.Engine.ConflictWait.D,
+			Retention:    f.Engine.Retention.D,
 		},
 		Completer: workload.Completer{
-			Count: f.Completer.Count, Every: f.Completer.Every.d, OlderThan: f.Completer.OlderThan.d,
+			Count: f.Completer.Count, Every: f.Completer.Every.D, OlderThan: f.Completer.OlderThan.D,
 		},
 		Clients: w.Clients,
 		Rate:    w.Rate,
 		Batch:   w.Batch,
 		Keys: workload.Keys{
 			Dist: w.Keys.Dist, Space: w.Keys.Space, ZipfS: w.Keys.ZipfS,
-			Concurrent: w.Keys.Concurrent, Delayed: w.Keys.Delayed, Delay: w.Keys.Delay.d,
+			Concurrent: w.Keys.Concurrent, Delayed: w.Keys.Delayed, Delay: w.Keys.Delay.D,
 			DupFraction: w.Keys.DupFraction, MismatchRate: w.Keys.MismatchRate,
 		},
 		Retry: workload.Retry{
-			MaxAttempts: w.Retry.MaxAttempts, Timeout: w.Retry.Timeout.d,
-			Backoff: w.Retry.Backoff.d, MaxBackoff: w.Retry.MaxBackoff.d, Jitter: w.Retry.Jitter,
+			MaxAttempts: w.Retry.MaxAttempts, Timeout: w.Retry.Timeout.D,
+			Backoff: w.Retry.Backoff.D, MaxBackoff: w.Retry.MaxBackoff.D, Jitter: w.Retry.Jitter,
 		},
 		Business: workload.Business{
 			Latency: workload.Latency{
-				Dist: w.Business.Latency.Dist, Mean: w.Business.Latency.Mean.d,
-				Min: w.Business.Latency.Min.d, Max: w.Business.Latency.Max.d,
+				Dist: w.Business.Latency.Dist, Mean: w.Business.Latency.Mean.D,
+				Min: w.Business.Latency.Min.D, Max: w.Business.Latency.Max.D,
 			},
 			RetryableRate: w.Business.RetryableRate,
 			PermanentRate: w.Business.PermanentRate,
 		},
 	}
 	th := f.Thresholds
-	s.Thresholds = Thresholds{MaxP99: th.MaxP99.d, MinThroughput: th.MinThroughput, MaxErrorRate: th.MaxErrorRate}
-	if th.MaxP99.d > MaxP99 {
-		return nil, m.errAt("thresholds.max_p99", "%s is above the limit of %s", th.MaxP99.d, MaxP99)
+	s.Thresholds = Thresholds{MaxP99: th.MaxP99.D, MinThroughput: th.MinThroughput, MaxErrorRate: th.MaxErrorRate}
+	if th.MaxP99.D > MaxP99 {
+		return nil, m.errAt("thresholds.max_p99", "%s is above the limit of %s", th.MaxP99.D, MaxP99)
 	}
 	if err := m.finiteIn("thresholds.min_throughput", th.MinThroughput, 0, math.MaxFloat64); err != nil {
 		return nil, err
@@ -260,7 +242,7 @@ func (f *file) scenario(source string, m nodes) (*Scenario, error) {
 	if err := m.finiteIn("thresholds.max_error_rate", th.MaxErrorRate, 0, 1); err != nil {
 		return nil, err
 	}
-	if f.Engine.LeaseTTL.d <= 0 {
+	if f.Engine.LeaseTTL.D <= 0 {
 		return nil, m.errAt("engine.lease_ttl", "required and positive")
 	}
 	if _, set := m["completer"]; set && f.Completer.Count < 1 {
@@ -292,7 +274,7 @@ func (y *faultYML) fault(m nodes, p string) (Fault, error) {
 		Kind:        chaos.Kind(y.Kind),
 		Count:       y.Count,
 		Probability: y.Probability,
-		Duration:    y.Duration.d,
+		Duration:    y.Duration.D,
 		ThenFail:    y.ThenFail,
 	}}
 	if y.Point != "" {

@@ -28,32 +28,64 @@ func checkWaitClient(client redis.UniversalClient, replicas int) error {
 	return fmt.Errorf("redisstore: WaitReplicas needs a *redis.Client or *redis.ClusterClient, not %T", client)
 }
 
-// acquired reports whether an acquire reply says the script wrote a lease.
-func acquired(cmd *redis.Cmd) bool {
+// waitNeed is what a script's reply asks of WaitReplicas.
+type waitNeed int
+
+const (
+	noWait    waitNeed = iota // nothing to acknowledge
+	waitWrite                 // the script wrote: WAIT for its write
+	// waitRead: the script read a finished record that the caller will
+	// replay. Its completion may not be replicated yet (its writer's WAIT
+	// can still be pending, and a failover would lose it), so the replay
+	// must not be handed out before it is: the connection makes a write
+	// that replicates after it, INCRBY 0 of the slot's fencing counter
+	// (keys[1]; the value does not change), and WAITs for that.
+	waitRead
+)
+
+// acquireWait is what an acquire reply needs: a written lease is waited
+// for, and so is a finished record returned for a replay.
+func acquireWait(cmd *redis.Cmd) waitNeed {
 	res, err := cmd.Slice()
 	if err != nil {
-		return false
+		return noWait
 	}
-	code, _ := replyInt(res, 0)
-	return code == resultApplied
+	switch code, _ := replyInt(res, 0); code {
+	case resultApplied:
+		return waitWrite
+	case resultRefused:
+		if h, ok := res[1].([]any); ok {
+			for i := 0; i+1 < len(h); i += 2 {
+				if f, _ := h[i].(string); f == fieldStatus {
+					if st, _ := h[i+1].(string); st == "completed" || st == "failed" {
+						return waitRead
+					}
+				}
+			}
+		}
+	}
+	return noWait
 }
 
-// appliedInt reports whether a fenced script's reply says it wrote.
-func appliedInt(cmd *redis.Cmd) bool {
-	n, err := cmd.Int64()
-	return err == nil && n >= resultApplied
+// appliedInt is what a fenced script's reply needs: its write, if it
+// wrote, is waited for.
+func appliedInt(cmd *redis.Cmd) waitNeed {
+	if n, err := cmd.Int64(); err == nil && n >= resultApplied {
+		return waitWrite
+	}
+	return noWait
 }
 
 // runWrite runs a write script for keys (all in one hash slot). Without
 // WaitReplicas it is script.Run on the store's client. With it, the script
-// runs on one connection of the primary that owns keys[0], and, when wrote
-// says the script changed something, WAIT follows on that connection: Redis
-// counts only the replicas that acknowledged this connection's writes. The
-// returned command carries the script's own reply or error; the error is
-// non-nil only when the script wrote and the WAIT failed or counted too few
-// replicas, and is then an ambiguous idem.BackendError.
+// runs on one connection of the primary that owns keys[0], and, when need
+// says the reply needs it (see waitNeed), WAIT follows on that connection:
+// Redis counts only the replicas that acknowledged this connection's
+// writes. The returned command carries the script's own reply or error;
+// the error is non-nil only when a WAIT was needed and failed or counted
+// too few replicas, and is then an ambiguous idem.BackendError.
 func (s *Store) runWrite(ctx context.Context, op string, script *redis.Script, keys []string,
-	wrote func(*redis.Cmd) bool, args ...any) (*redis.Cmd, error) {
+	need func(*redis.Cmd) waitNeed, args ...any) (*redis.Cmd, error) {
 	if s.opts.WaitReplicas == 0 {
 		return script.Run(ctx, s.client, keys, args...), nil
 	}
@@ -64,7 +96,7 @@ func (s *Store) runWrite(ctx context.Context, op string, script *redis.Script, k
 			cmd.SetErr(err)
 			return cmd, nil
 		}
-		cmd, werr := s.runAndWait(ctx, op, node, script, keys, wrote, args)
+		cmd, werr := s.runAndWait(ctx, op, node, script, keys, need, args)
 		if cc, ok := s.client.(*redis.ClusterClient); ok && redis.HasErrorPrefix(cmd.Err(), "MOVED") && attempt < movedAttempts {
 			cc.ReloadState(ctx)
 			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
@@ -88,12 +120,20 @@ func (s *Store) primaryFor(ctx context.Context, key string) (*redis.Client, erro
 
 // runAndWait is one attempt of runWrite on node.
 func (s *Store) runAndWait(ctx context.Context, op string, node *redis.Client, script *redis.Script, keys []string,
-	wrote func(*redis.Cmd) bool, args []any) (*redis.Cmd, error) {
+	need func(*redis.Cmd) waitNeed, args []any) (*redis.Cmd, error) {
 	conn := node.Conn()
 	defer conn.Close()
 	cmd := script.Run(ctx, conn, keys, args...)
-	if cmd.Err() != nil || !wrote(cmd) {
+	if cmd.Err() != nil {
 		return cmd, nil
+	}
+	switch need(cmd) {
+	case noWait:
+		return cmd, nil
+	case waitRead:
+		if err := conn.IncrBy(ctx, keys[1], 0).Err(); err != nil {
+			return cmd, idem.MarkAmbiguous(idem.BackendError(op, fmt.Errorf("%w: the write WAIT counts: %w", ErrNotReplicated, err)))
+		}
 	}
 	want := s.opts.WaitReplicas
 	got, err := conn.Wait(ctx, want, s.opts.WaitTimeout).Result()

@@ -82,13 +82,17 @@ func TestWaitReplicas(t *testing.T) {
 			}
 			check("Heartbeat", s.Heartbeat(ctx, l, time.Minute))
 			check("Complete", s.Complete(ctx, l, resp("done"), time.Minute))
-			// A refused Acquire writes nothing and waits for nothing.
+			// A replay waits, like a write, until the record it read is
+			// replicated (see TestReplayWaitsForReplication); without
+			// WaitReplicas it waits for nothing.
 			start = time.Now()
-			if _, rec, err := s.Acquire(ctx, "k", fp, time.Minute); err != nil || rec == nil || rec.Status != idem.StatusCompleted {
+			_, rec, err := s.Acquire(ctx, "k", fp, time.Minute)
+			check("replaying Acquire", err)
+			if !tc.wantErr && (rec == nil || rec.Status != idem.StatusCompleted) {
 				t.Fatalf("Acquire of a completed key = %+v, %v", rec, err)
 			}
-			if elapsed := time.Since(start); elapsed > 90*time.Millisecond {
-				t.Errorf("refused Acquire took %v: it waited for replicas", elapsed)
+			if elapsed := time.Since(start); tc.replicas == 0 && elapsed > 90*time.Millisecond {
+				t.Errorf("replaying Acquire without WaitReplicas took %v", elapsed)
 			}
 			// Whatever WAIT said, the replica has the completion (nothing
 			// is in the way here); with WAIT 1 it had it before Complete
@@ -100,6 +104,54 @@ func TestWaitReplicas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplayWaitsForReplication: with WaitReplicas a completion whose
+// WAIT failed is still on the primary, and a failover can lose it; a
+// replay of it must then fail like the write did instead of acknowledging
+// it. Once the replica has it again, the replay goes through.
+func TestReplayWaitsForReplication(t *testing.T) {
+	primary, replica := startReplicated(t)
+	ctx := ctxT(t)
+	fp := idem.FingerprintString("r")
+	s := newStore(t, primary, Options{WaitReplicas: 1, WaitTimeout: 200 * time.Millisecond})
+	l, _, err := s.Acquire(ctx, "k", fp, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The replica goes away: the completion stays on the primary only.
+	if err := replica.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, l, resp("done"), time.Minute); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("Complete without the replica = %v, want ErrNotReplicated", err)
+	}
+	rk := keysFor(s.opts.Prefix, "k").record
+	if st, _ := replica.HGet(ctx, rk, fieldStatus).Result(); st == "completed" {
+		t.Fatal("the detached replica has the completion")
+	}
+	_, rec, err := s.Acquire(ctx, "k", fp, time.Minute)
+	if !errors.Is(err, ErrNotReplicated) || !idem.Ambiguous(err) || rec != nil {
+		t.Fatalf("replay of an unreplicated completion = %+v, %v; want an ambiguous ErrNotReplicated", rec, err)
+	}
+	// The replica comes back and resyncs: the replay goes through.
+	host, port, _ := strings.Cut(primary.Options().Addr, ":")
+	if err := replica.ReplicaOf(ctx, host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, rec, err = s.Acquire(ctx, "k", fp, time.Minute)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil || rec == nil || rec.Status != idem.StatusCompleted {
+		t.Fatalf("replay after the replica came back = %+v, %v", rec, err)
+	}
+	if st, err := replica.HGet(ctx, rk, fieldStatus).Result(); err != nil || st != "completed" {
+		t.Fatalf("replica's status after the replay = %q, %v", st, err)
 	}
 }
 

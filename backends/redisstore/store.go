@@ -78,7 +78,7 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 		return nil, nil, err
 	}
 	k := keysFor(s.opts.Prefix, key)
-	cmd, werr := s.runWrite(ctx, "acquire", acquireScript, []string{k.record, k.fence()}, acquired,
+	cmd, werr := s.runWrite(ctx, "acquire", acquireScript, []string{k.record, k.fence()}, acquireWait,
 		fp.String(), millis(leaseTTL), s.graceMS, s.callID(), k.slot)
 	res, err := cmd.Slice()
 	if err == nil && werr != nil {

@@ -18,7 +18,7 @@ const (
 // the kind.
 func (l *cellList) failover(cfg Config, kind backendfault.FailoverKind) {
 	how := howFailover
-	if kind == backendfault.RedisWait || kind == backendfault.PostgresSync {
+	if kind.Synchronous() {
 		how = howFailoverSync
 	}
 	l.add(Cell{Config: cfg, Backend: harness.Backend(kind.Backend()), Fault: Failover, Variant: string(kind),

@@ -147,9 +147,12 @@
 // replica with the largest replication offset, but Sentinel ranks
 // replica-priority first), a replica acknowledges a write it holds in
 // memory only, and a write that timed out is not rolled back on the
-// primary. A read (Get, or an Acquire that returns the record) may see a
-// write whose WAIT has not returned yet. The measured figures are in the
-// repository's README ("Running the store with replicas").
+// primary. A Get may see a write whose WAIT has not returned yet; an
+// Acquire that returns a completed or failed record for a replay first
+// makes a write that replicates behind it and waits for that, so a replay
+// never acknowledges a completion a failover can still lose. The measured
+// figures are in the repository's README ("Running the store with
+// replicas").
 //
 // Clients that follow a failover: redis.NewFailoverClient (Sentinel) does.
 // A redis.ClusterClient of go-redis v9.23 reloads its slot map on MOVED but

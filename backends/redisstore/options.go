@@ -48,7 +48,10 @@ type Options struct {
 	// (Redis WAIT numreplicas timeout) before it reports success. A write
 	// that fewer replicas acknowledged within WaitTimeout is applied on the
 	// primary but returned as an error wrapping ErrNotReplicated, marked
-	// idem.MarkAmbiguous: never as success. Zero (the default) sends no
+	// idem.MarkAmbiguous: never as success. An Acquire that returns a
+	// completed or failed record for a replay waits the same way (after a
+	// write that replicates behind the record), since the record may hold a
+	// completion whose own WAIT has not succeeded yet. Zero (the default) sends no
 	// WAIT and costs nothing. Negative values are rejected by New, and so is
 	// a positive value with a client other than *redis.Client (single node
 	// or redis.NewFailoverClient) or *redis.ClusterClient. WAIT is best

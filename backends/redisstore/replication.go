@@ -54,6 +54,9 @@ func acquireWait(cmd *redis.Cmd) waitNeed {
 	case resultApplied:
 		return waitWrite
 	case resultRefused:
+		if len(res) < 2 {
+			return noWait // malformed: acquireReply reports it
+		}
 		if h, ok := res[1].([]any); ok {
 			for i := 0; i+1 < len(h); i += 2 {
 				if f, _ := h[i].(string); f == fieldStatus {

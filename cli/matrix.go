@@ -94,7 +94,7 @@ func (c *matrixCmd) Run(ctx context.Context, std stdio, reg *harness.Registry) e
 
 func short(v string) string {
 	return map[string]string{matrix.RedisNone: "no-pers", matrix.RedisAOF: "aof", matrix.Processes: "procs",
-		matrix.BatchProcesses: "batch", "redis-sentinel": "sentinel", "redis-wait": "wait 1", "redis-cluster": "cluster", "redis-cluster-wait": "cluster wait 1", "postgres-async": "pg async", "postgres-sync": "pg sync"}[v]
+		matrix.BatchProcesses: "batch", "redis-sentinel": "sentinel", "redis-wait": "wait 1", "redis-cluster": "cluster", "postgres-async": "pg async", "postgres-sync": "pg sync"}[v]
 }
 
 // cellNote is the status of a cell after its run, with its note.

@@ -34,8 +34,8 @@ var unsafeCells = []rule{
 	{fault: Failover, variants: []string{string(backendfault.RedisSentinel), string(backendfault.PostgresAsync)},
 		why: "asynchronous replication loses the acknowledged completion (and the token's step): the retry runs the effect again under the same token, and recovery finds no record"},
 	{fault: Failover, variants: []string{string(backendfault.RedisCluster)},
-		why: "a Cluster replica is asynchronous like a Sentinel one and takes over the dead primary's slots with what it had: the completion acknowledged within the lag is lost with the token's step, so the retry runs the effect again (with WAIT: redis-cluster-wait)"},
-	{configs: noRecovery, fault: Failover, variants: []string{string(backendfault.RedisWait), string(backendfault.RedisClusterWait), string(backendfault.PostgresSync)},
+		why: "a Cluster replica is asynchronous like a Sentinel one and takes over the dead primary's slots with what it had: the completion acknowledged within the lag is lost with the token's step, so the retry runs the effect again (WAIT, not measured here, is the same best effort as redis-wait)"},
+	{configs: noRecovery, fault: Failover, variants: []string{string(backendfault.RedisWait), string(backendfault.PostgresSync)},
 		why: "synchronous replication keeps what was acknowledged, so the failover is aimed at the window it leaves open: the primary dies right after an effect, the completion fails against it, and the promoted replica holds the claim in progress: a crash after the effect (aimed: kill from the hook after the effect, promotion 3s later)"},
 }
 

@@ -43,8 +43,6 @@ func TestExpectations(t *testing.T) {
 		{Plain, Failover, string(backendfault.RedisSentinel), Unsafe, false},
 		{Recovery, Failover, string(backendfault.RedisWait), Safe, false},
 		{Fenced, Failover, string(backendfault.RedisWait), Unsafe, false},
-		{Recovery, Failover, string(backendfault.RedisClusterWait), Safe, false},
-		{Plain, Failover, string(backendfault.RedisClusterWait), Unsafe, false},
 		{Plain, Failover, string(backendfault.PostgresSync), Unsafe, false},
 		{Recovery, Failover, string(backendfault.RedisCluster), Unsafe, false},
 		{Fenced, Failover, string(backendfault.RedisCluster), Unsafe, false},
@@ -70,7 +68,7 @@ func TestCells(t *testing.T) {
 	}{
 		{true, all, 24},
 		{true, []harness.Backend{harness.Memory}, 9},
-		{false, all, 81}, // 3 more with redis-cluster-wait
+		{false, all, 78},
 	}
 	for _, c := range cases {
 		cells := Cells(c.quick, c.backends, Servers{})

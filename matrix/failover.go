@@ -18,7 +18,7 @@ const (
 // the kind.
 func (l *cellList) failover(cfg Config, kind backendfault.FailoverKind) {
 	how := howFailover
-	if kind.Synchronous() {
+	if kind == backendfault.RedisWait || kind == backendfault.PostgresSync {
 		how = howFailoverSync
 	}
 	l.add(Cell{Config: cfg, Backend: harness.Backend(kind.Backend()), Fault: Failover, Variant: string(kind),

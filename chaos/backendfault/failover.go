@@ -32,11 +32,6 @@ const (
 	// is killed and its replica takes over. The store follows through a
 	// ClusterClient that reloads its slot map when a dial fails.
 	RedisCluster FailoverKind = "redis-cluster"
-	// RedisClusterWait is RedisCluster with two lagging replicas per
-	// primary and the store sending WAIT 1 after every write; aimed like
-	// RedisWait (its node timeout is longer than the aim's hold, and the
-	// promotion a CLUSTER FAILOVER TAKEOVER).
-	RedisClusterWait FailoverKind = "redis-cluster-wait"
 	// PostgresAsync is a PostgreSQL primary with an asynchronous streaming
 	// standby; the store follows through a multi-host URL.
 	PostgresAsync FailoverKind = "postgres-async"
@@ -46,7 +41,7 @@ const (
 )
 
 // FailoverKinds lists every FailoverKind.
-var FailoverKinds = []FailoverKind{RedisSentinel, RedisWait, RedisCluster, RedisClusterWait, PostgresAsync, PostgresSync}
+var FailoverKinds = []FailoverKind{RedisSentinel, RedisWait, RedisCluster, PostgresAsync, PostgresSync}
 
 // FailoverLag is the replication lag of every failover topology: writes
 // acknowledged within it before the primary dies never reach the replica.
@@ -70,16 +65,10 @@ const ClusterParam = "cluster"
 
 // Backend returns the backend the kind runs on: "redis" or "postgres".
 func (k FailoverKind) Backend() string {
-	if k == RedisSentinel || k == RedisWait || k == RedisCluster || k == RedisClusterWait {
+	if k == RedisSentinel || k == RedisWait || k == RedisCluster {
 		return "redis"
 	}
 	return "postgres"
-}
-
-// Synchronous reports whether the kind replicates before it acknowledges
-// (WAIT 1, a synchronous standby): its failover is aimed after an effect.
-func (k FailoverKind) Synchronous() bool {
-	return k == RedisWait || k == RedisClusterWait || k == PostgresSync
 }
 
 // ParseFailoverKind returns the kind called s, or an error wrapping
@@ -88,15 +77,14 @@ func ParseFailoverKind(s string) (FailoverKind, error) {
 	if k := FailoverKind(s); slices.Contains(FailoverKinds, k) {
 		return k, nil
 	}
-	return "", fmt.Errorf("%w: failover %q: want redis-sentinel, redis-wait, redis-cluster, redis-cluster-wait, postgres-async or postgres-sync", ErrPlan, s)
+	return "", fmt.Errorf("%w: failover %q: want redis-sentinel, redis-wait, redis-cluster, postgres-async or postgres-sync", ErrPlan, s)
 }
 
 // Failover is a replicated topology whose primary a run fails over once,
 // aimed. On an asynchronous topology it is aimed right after the engine
 // recorded a completion (idem.PointAfterComplete), before the reply
 // reaches the client, so the completion the client is told about may exist
-// on the dead primary only. On RedisWait, RedisClusterWait and
-// PostgresSync, where an
+// on the dead primary only. On RedisWait and PostgresSync, where an
 // acknowledged write is on a replica too, it is aimed at the window that
 // replication leaves open: the primary is killed right after one
 // execution's effect (idem.PointAfterFn), its completion meets the dead
@@ -124,7 +112,7 @@ const AfterEffectHold = 3 * time.Second
 // completion.
 func (f *Failover) afterEffect() (servers.StepFailover, bool) {
 	s, ok := f.Topology.(servers.StepFailover)
-	return s, ok && f.Kind.Synchronous()
+	return s, ok && (f.Kind == RedisWait || f.Kind == PostgresSync)
 }
 
 // StartFailover starts the topology of kind with FailoverLag of
@@ -150,19 +138,12 @@ func StartFailover(ctx context.Context, kind FailoverKind) (*Failover, func(), e
 			return nil, func() {}, err
 		}
 		f.Topology, f.URL = s, sentinelURL(s, kind == RedisWait)
-	case RedisCluster, RedisClusterWait:
-		opts := servers.RedisClusterOptions{ReplicationLag: FailoverLag}
-		if kind == RedisClusterWait {
-			// As for RedisWait: two replicas, so WAIT 1 is met after the
-			// failover too, and no replica takes over on its own while
-			// the aimed failover holds the primary dead.
-			opts.ReplicasPerPrimary, opts.NodeTimeout = 2, 4*AfterEffectHold
-		}
-		c, err := servers.StartRedisCluster(ctx, opts)
+	case RedisCluster:
+		c, err := servers.StartRedisCluster(ctx, servers.RedisClusterOptions{ReplicationLag: FailoverLag})
 		if err != nil {
 			return nil, func() {}, err
 		}
-		f.Topology, f.URL = c, clusterURL(c, kind == RedisClusterWait)
+		f.Topology, f.URL = c, clusterURL(c)
 	case PostgresAsync, PostgresSync:
 		opts := servers.PostgresReplicatedOptions{ReplicationLag: FailoverLag}
 		if kind == PostgresSync {
@@ -199,9 +180,8 @@ func sentinelURL(s *servers.RedisSentinel, wait bool) string {
 }
 
 // clusterURL is the go-redis Cluster URL of c (redis.ParseClusterURL)
-// with ClusterParam, the timeouts of c.NewClient, and the WAIT parameters
-// when wait.
-func clusterURL(c *servers.RedisCluster, wait bool) string {
+// with ClusterParam, and the timeouts of c.NewClient.
+func clusterURL(c *servers.RedisCluster) string {
 	addrs := c.Addrs()
 	q := neturl.Values{}
 	for _, a := range addrs[1:] {
@@ -211,10 +191,6 @@ func clusterURL(c *servers.RedisCluster, wait bool) string {
 	q.Set("read_timeout", (3 * time.Second).String())
 	q.Set("write_timeout", (3 * time.Second).String())
 	q.Set(ClusterParam, "true")
-	if wait {
-		q.Set(WaitReplicasParam, "1")
-		q.Set(WaitTimeoutParam, time.Second.String())
-	}
 	return "redis://" + addrs[0] + "?" + q.Encode()
 }
 
@@ -273,7 +249,7 @@ func (e *env) afterEffectHook(st servers.StepFailover) idem.Hook {
 			return nil
 		}
 		start := history.Now()
-		killed, err := st.KillPrimary(l.Key)
+		killed, err := st.KillPrimary()
 		if err != nil {
 			e.fail(fmt.Errorf("failover %s: %w", e.plan.Failover.Kind, err))
 			return nil

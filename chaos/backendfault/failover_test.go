@@ -162,57 +162,51 @@ func TestAimedRestart(t *testing.T) {
 	}
 }
 
-// TestFailoverAfterEffect: on a synchronous topology (WAIT 1 behind
-// Sentinels and on a Cluster) the failover fires at PointAfterFn (not
-// after a completion), once; the primary stays dead until the hold ends
-// or, as here, the run stops, and the window names the key, the kill and
-// the promotion.
+// TestFailoverAfterEffect: on a synchronous topology the failover fires at
+// PointAfterFn (not after a completion), once; the primary stays dead
+// until the hold ends or, as here, the run stops, and the window names the
+// key, the kill and the promotion.
 func TestFailoverAfterEffect(t *testing.T) {
 	testenv.RedisURL(t)
-	for _, kind := range []backendfault.FailoverKind{backendfault.RedisWait, backendfault.RedisClusterWait} {
-		t.Run(string(kind), func(t *testing.T) {
-			ctx := context.Background()
-			fo, stop, err := backendfault.StartFailover(ctx, kind)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stop()
-			fo.Hold = time.Hour // only the end of the run can end it here
-			env, _, err := backendfault.Open(ctx, &backendfault.Plan{Failover: fo}, "redis://127.0.0.1:6379/0", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer env.Close()
-			hook := env.(backendfault.Hooker).Hook()
-			lease := idem.Lease{Key: "k1", Token: 7}
-			env.Start()
-			for _, p := range []idem.Point{idem.PointAfterAcquire, idem.PointAfterComplete} {
-				if err := hook(ctx, p, lease); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if ws := env.Windows(); len(ws) != 0 {
-				t.Fatalf("fired before an effect: %+v", ws)
-			}
-			for range 2 {
-				if err := hook(ctx, idem.PointAfterFn, lease); err != nil {
-					t.Fatal(err)
-				}
-			}
-			start := time.Now()
-			env.Stop()
-			if took := time.Since(start); took >= time.Minute {
-				t.Errorf("Stop took %v: the hold did not end with the run", took)
-			}
-			if err := env.Err(); err != nil {
-				t.Fatal(err)
-			}
-			ws := env.Windows()
-			if len(ws) != 1 || ws[0].Key != "k1" || ws[0].Token != 7 || ws[0].Return <= ws[0].Call ||
-				!strings.Contains(ws[0].Label, "right after the effect of k1") || !strings.Contains(ws[0].Label, "promoted") {
-				t.Fatalf("windows %+v, want one kill after the effect of k1 and its promotion", ws)
-			}
-			t.Log(ws[0].Label)
-		})
+	ctx := context.Background()
+	fo, stop, err := backendfault.StartFailover(ctx, backendfault.RedisWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	fo.Hold = time.Hour // only the end of the run can end it here
+	env, _, err := backendfault.Open(ctx, &backendfault.Plan{Failover: fo}, "redis://127.0.0.1:6379/0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	hook := env.(backendfault.Hooker).Hook()
+	lease := idem.Lease{Key: "k1", Token: 7}
+	env.Start()
+	for _, p := range []idem.Point{idem.PointAfterAcquire, idem.PointAfterComplete} {
+		if err := hook(ctx, p, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ws := env.Windows(); len(ws) != 0 {
+		t.Fatalf("fired before an effect: %+v", ws)
+	}
+	for range 2 {
+		if err := hook(ctx, idem.PointAfterFn, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	env.Stop()
+	if took := time.Since(start); took >= time.Minute {
+		t.Errorf("Stop took %v: the hold did not end with the run", took)
+	}
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ws := env.Windows()
+	if len(ws) != 1 || ws[0].Key != "k1" || ws[0].Token != 7 || ws[0].Return <= ws[0].Call ||
+		!strings.Contains(ws[0].Label, "right after the effect of k1") || !strings.Contains(ws[0].Label, "promoted") {
+		t.Fatalf("windows %+v, want one kill after the effect of k1 and its promotion", ws)
 	}
 }

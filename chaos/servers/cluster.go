@@ -60,18 +60,12 @@ type RedisCluster struct {
 	nodes   []*Redis // primaries first, then their replicas in order
 	proxies []*lagProxy
 
-	mu      sync.Mutex // serializes Failover, its steps and Stop
+	mu      sync.Mutex // serializes Failover and Stop
 	dead    map[int]bool
-	step    *clusterStep // KillPrimary's primary, until Promote
-	stepped bool         // KillPrimary ran
 	stopped bool
 }
 
-// clusterStep is the primary a KillPrimary killed, and how many live
-// replicas it had.
-type clusterStep struct{ slot, owner, replicas int }
-
-var _ StepFailover = (*RedisCluster)(nil)
+var _ Topology = (*RedisCluster)(nil)
 
 // StartRedisCluster starts the nodes (cluster-enabled, no persistence,
 // maxmemory-policy noeviction, the cluster bus on a free port of its own),
@@ -350,135 +344,6 @@ func (c *RedisCluster) Failover(ctx context.Context, key string) (history.Op, er
 		return faultWindow(start, key, label, err), err
 	}
 	return faultWindow(start, key, label+", promoted "+c.nodes[next].Addr(), nil), nil
-}
-
-// KillPrimary is the first step of a failover taken in two
-// (StepFailover): it kills the primary of key's slot (as Failover names
-// it) with SIGKILL and returns at once, so that writes to its slots meet a
-// dead primary. No replica takes over before Promote as long as the gap
-// between the steps is shorter than the cluster's NodeTimeout (a replica
-// starts a failover only once its primary is marked failed). It fails
-// with ErrNoReplica when the slot has no live replica or a KillPrimary ran
-// already, and after Stop with ErrStopped.
-func (c *RedisCluster) KillPrimary(key string) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.stopped:
-		return "", ErrStopped
-	case c.stepped:
-		return "", ErrNoReplica
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	slot := 0
-	if key != "" {
-		slot = keySlot(key)
-	}
-	// The nodes' views can disagree for a moment (a gossip round): ask
-	// again until they agree.
-	var owner, replicas int
-	var last error
-	if err := poll(ctx, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
-		owner, replicas, last = c.slotNodes(ctx, slot)
-		return last == nil, nil
-	}); err != nil {
-		return "", fmt.Errorf("servers: slot %d: %w (last: %v)", slot, err, last)
-	}
-	if replicas == 0 {
-		return "", ErrNoReplica
-	}
-	old := c.nodes[owner]
-	if err := old.Kill(); err != nil {
-		return "", err
-	}
-	c.dead[owner] = true
-	c.step, c.stepped = &clusterStep{slot: slot, owner: owner, replicas: replicas}, true
-	return fmt.Sprintf("kill primary %s of slot %d", old.Addr(), slot), nil
-}
-
-// Promote is the second step: it makes a live replica of the killed
-// primary take its slots over at once (CLUSTER FAILOVER TAKEOVER, which
-// needs no agreement of the other primaries) and waits until every live
-// node names it the slot's owner, it says role:master, and the primary's
-// other replicas replicate it (so that a store sending WAIT can write
-// again). It needs a KillPrimary before it. If ctx has no deadline, it
-// gives up after 60 seconds.
-func (c *RedisCluster) Promote(ctx context.Context) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopped {
-		return "", ErrStopped
-	}
-	st := c.step
-	if st == nil {
-		return "", errors.New("servers: Promote without KillPrimary")
-	}
-	c.step = nil
-	ctx, cancel := withStartTimeout(ctx, failoverTimeout)
-	defer cancel()
-	next, err := c.liveReplicaOf(ctx, st)
-	if err != nil {
-		return "", err
-	}
-	cl := redis.NewClient(&redis.Options{Addr: c.nodes[next].Addr(), MaxRetries: -1, DialTimeout: time.Second})
-	err = cl.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err()
-	_ = cl.Close()
-	if err != nil {
-		return "", fmt.Errorf("servers: CLUSTER FAILOVER TAKEOVER on %s: %w", c.nodes[next].Addr(), err)
-	}
-	err = poll(ctx, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
-		n, _, err := c.slotNodes(ctx, st.slot)
-		return err == nil && n == next && isRedisPrimary(ctx, c.nodes[n].Addr()), nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("servers: %s did not take slot %d over: %w", c.nodes[next].Addr(), st.slot, err)
-	}
-	if others := st.replicas - 1; others > 0 {
-		err = poll(ctx, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
-			return onlineReplicas(ctx, c.nodes[next].Addr()) >= others, nil
-		})
-		if err != nil {
-			return "", fmt.Errorf("servers: the other replicas of slot %d did not follow %s: %w", st.slot, c.nodes[next].Addr(), err)
-		}
-	}
-	return "promoted " + c.nodes[next].Addr(), nil
-}
-
-// onlineReplicas returns how many replicas the Redis at addr reports
-// online (INFO replication), 0 when it cannot be asked.
-func onlineReplicas(ctx context.Context, addr string) int {
-	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
-	defer cl.Close()
-	info, err := cl.Info(ctx, "replication").Result()
-	if err != nil {
-		return 0
-	}
-	return strings.Count(info, ",state=online,")
-}
-
-// liveReplicaOf returns a live replica of the primary st killed, as a
-// live node's CLUSTER NODES lists them.
-func (c *RedisCluster) liveReplicaOf(ctx context.Context, st *clusterStep) (int, error) {
-	for i, r := range c.nodes {
-		if c.dead[i] {
-			continue
-		}
-		cl := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: time.Second})
-		nodes, err := cl.ClusterNodes(ctx).Result()
-		_ = cl.Close()
-		if err != nil {
-			return -1, err
-		}
-		_, reps := parseSlotOwner(nodes, st.slot)
-		for _, a := range reps {
-			if j := c.indexOf(a); j >= 0 && !c.dead[j] {
-				return j, nil
-			}
-		}
-		break
-	}
-	return -1, ErrNoReplica
 }
 
 // slotNodes returns the index of the node every live node names as the

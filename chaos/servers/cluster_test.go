@@ -3,14 +3,10 @@
 package servers
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/backends/redisstore"
 	"github.com/idembench/idembench/history"
@@ -130,88 +126,5 @@ func TestKeySlot(t *testing.T) {
 		if got := keySlot(tc.key); got != tc.want {
 			t.Errorf("keySlot(%q) = %d, want %d", tc.key, got, tc.want)
 		}
-	}
-}
-
-// TestClusterStepFailover takes a Cluster failover in two steps, on the
-// topology of the redis-cluster-wait failover (two lagging replicas per
-// primary, a node timeout longer than the gap): nothing takes the killed
-// primary's slot over until Promote, writes to it fail in between, and
-// after Promote the slot is served by a replica and WAIT 1 is met again
-// (the primary's other replica follows the new one).
-func TestClusterStepFailover(t *testing.T) {
-	t.Parallel()
-	needRedis(t)
-	ctx := testContext(t)
-	topo, err := StartRedisCluster(ctx, RedisClusterOptions{ReplicasPerPrimary: 2, NodeTimeout: 20 * time.Second, ReplicationLag: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
-	if _, err := topo.Promote(ctx); err == nil {
-		t.Fatal("Promote before KillPrimary succeeded")
-	}
-	client := topo.NewClient()
-	defer client.Close()
-	const key = "idem:{k1}"
-	if err := client.Set(ctx, key, "before", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	slot := keySlot("k1")
-	owner, _, err := topo.slotNodes(ctx, slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	label, err := topo.KillPrimary("k1")
-	if want := fmt.Sprintf("kill primary %s of slot %d", topo.Nodes()[owner].Addr(), slot); err != nil || label != want {
-		t.Fatalf("KillPrimary = %q, %v; want %q", label, err, want)
-	}
-	if _, err := topo.KillPrimary("k1"); err != ErrNoReplica {
-		t.Fatalf("second KillPrimary = %v, want ErrNoReplica", err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	err = client.Set(wctx, key, "between", 0).Err()
-	cancel()
-	if err == nil {
-		t.Fatal("a write between KillPrimary and Promote succeeded")
-	}
-	time.Sleep(time.Second) // well past the lag, well inside the node timeout
-	if n, _, err := topo.slotNodes(ctx, slot); err != nil || n != owner {
-		t.Fatalf("slot %d owned by node %d (%v) before Promote, want the killed %d", slot, n, err, owner)
-	}
-	label, err = topo.Promote(ctx)
-	if err != nil || !strings.HasPrefix(label, "promoted ") {
-		t.Fatalf("Promote = %q, %v", label, err)
-	}
-	next, replicas, err := topo.slotNodes(ctx, slot)
-	if err != nil || next == owner || label != "promoted "+topo.Nodes()[next].Addr() {
-		t.Fatalf("after Promote slot %d is owned by %d (%v), label %q", slot, next, err, label)
-	}
-	var got string
-	if err := poll(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
-		if err := client.Set(ctx, key, "after", 0).Err(); err != nil {
-			return false, nil
-		}
-		got, err = client.Get(ctx, key).Result()
-		return true, err
-	}); err != nil || got != "after" {
-		t.Fatalf("write after Promote: %q, %v", got, err)
-	}
-	// The other replica follows the new primary, so WAIT 1 is met.
-	if err := poll(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
-		_, replicas, err = topo.slotNodes(ctx, slot)
-		return err == nil && replicas == 1, nil
-	}); err != nil {
-		t.Fatalf("the new primary has %d live replicas, want 1: %v", replicas, err)
-	}
-	direct := redis.NewClient(&redis.Options{Addr: topo.Nodes()[next].Addr()})
-	defer direct.Close()
-	conn := direct.Conn()
-	defer conn.Close()
-	if err := conn.Set(ctx, key, "waited", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := conn.Do(ctx, "WAIT", 1, 2000).Int(); err != nil || n < 1 {
-		t.Fatalf("WAIT 1 after a write on the new primary = %d, %v", n, err)
 	}
 }

@@ -38,11 +38,10 @@ type Topology interface {
 // effect, on a replicated store.
 type StepFailover interface {
 	Topology
-	// KillPrimary kills the primary (on a Cluster, the primary of key's
-	// slot; elsewhere key is not used) with SIGKILL and returns at once
+	// KillPrimary kills the primary with SIGKILL and returns at once
 	// with a label for the fault window; no replica is promoted before
 	// Promote.
-	KillPrimary(key string) (string, error)
+	KillPrimary() (string, error)
 	// Promote promotes a replica after KillPrimary and waits until it
 	// accepts writes; it returns a label for the fault window.
 	Promote(ctx context.Context) (string, error)

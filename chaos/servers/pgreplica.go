@@ -335,7 +335,7 @@ func (t *PostgresReplicated) Failover(ctx context.Context, key string) (history.
 // (StepFailover): it kills the primary like a host failure and returns at
 // once; the standby stays in recovery, refusing writes, until Promote. A
 // second KillPrimary returns ErrNoReplica; after Stop, ErrStopped.
-func (t *PostgresReplicated) KillPrimary(string) (string, error) {
+func (t *PostgresReplicated) KillPrimary() (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old, err := t.killPrimaryLocked()

@@ -151,11 +151,11 @@ func TestPostgresStepFailover(t *testing.T) {
 	if _, err := pool.Exec(ctx, "CREATE TABLE steps (v text)"); err != nil {
 		t.Fatal(err)
 	}
-	label, err := topo.KillPrimary("")
+	label, err := topo.KillPrimary()
 	if err != nil || label != "kill primary "+topo.Primary().Addr() {
 		t.Fatalf("KillPrimary = %q, %v", label, err)
 	}
-	if _, err := topo.KillPrimary(""); err != ErrNoReplica {
+	if _, err := topo.KillPrimary(); err != ErrNoReplica {
 		t.Fatalf("second KillPrimary = %v, want ErrNoReplica", err)
 	}
 	if _, err := topo.Failover(ctx, "k"); err != ErrNoReplica {

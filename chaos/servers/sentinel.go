@@ -282,7 +282,7 @@ func (s *RedisSentinel) Failover(ctx context.Context, key string) (history.Op, e
 // DownAfter (set DownAfter longer than the gap between the two steps). It
 // fails with ErrNoReplica when no live replica would be left, and after
 // Stop with ErrStopped.
-func (s *RedisSentinel) KillPrimary(string) (string, error) {
+func (s *RedisSentinel) KillPrimary() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, err := s.killPrimaryLocked()

@@ -143,11 +143,11 @@ func TestSentinelStepFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	old, replica := topo.Primary(), topo.Nodes()[1]
-	label, err := topo.KillPrimary("")
+	label, err := topo.KillPrimary()
 	if err != nil || label != "kill primary "+old.Addr() {
 		t.Fatalf("KillPrimary = %q, %v", label, err)
 	}
-	if _, err := topo.KillPrimary(""); err == nil {
+	if _, err := topo.KillPrimary(); err == nil {
 		t.Fatal("second KillPrimary before Promote succeeded")
 	}
 	if _, err := topo.Failover(ctx, "k"); err == nil {
@@ -176,7 +176,7 @@ func TestSentinelStepFailover(t *testing.T) {
 	}); err != nil || got != "after" {
 		t.Fatalf("write after Promote: %q, %v", got, err)
 	}
-	if _, err := topo.KillPrimary(""); err != ErrNoReplica {
+	if _, err := topo.KillPrimary(); err != ErrNoReplica {
 		t.Fatalf("KillPrimary with no replica left = %v, want ErrNoReplica", err)
 	}
 	_ = client.Close()

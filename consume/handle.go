@@ -160,8 +160,9 @@ func (n *node) hook(ctx context.Context, p idem.Point, l idem.Lease) error {
 		}
 		return errCrash
 	case idem.PointBeforeFn:
-		n.co.pause(ctx, stateOf(ctx, l.Key).consumer, l.Key, l.Token)
-		if st := stateOf(ctx, l.Key); n.co.hold(ctx, st.consumer, l.Key, l.Token) {
+		st := stateOf(ctx, l.Key)
+		n.co.pause(ctx, st.consumer, l.Key, l.Token)
+		if n.co.hold(ctx, st.consumer, l.Key, l.Token) {
 			st.held = true
 		}
 	}

@@ -100,9 +100,8 @@ func (r *runner) result(start time.Time, resources []string) *Result {
 		Acked: int(r.c.acked.Load()), Requeued: int(r.c.requeued.Load()),
 		DeadLetterActions: int(r.c.deadLetterActions.Load()), SettleErrors: int(r.c.settleErrors.Load()),
 		Crashes: r.plan.crash.struck(), Pauses: r.plan.pause.struck(), Overlaps: r.plan.hold.struck(),
-		Restarts:       int(r.c.restarts.Load()),
-		ServerRestarts: int(r.c.serverRestarts.Load()),
-		Batches:        int(r.c.batches.Load()), BatchedDeliveries: int(r.c.batchedDeliveries.Load()),
+		Restarts: int(r.c.restarts.Load()), ServerRestarts: int(r.c.serverRestarts.Load()),
+		Batches: int(r.c.batches.Load()), BatchedDeliveries: int(r.c.batchedDeliveries.Load()),
 		Applied: ls.Applied, DoubledKeys: ls.Doubled, Duration: dur,
 	}
 	if dur > 0 {
@@ -143,8 +142,7 @@ func (r *runner) header(start time.Time) history.Header {
 			"broker": c.Broker, "messages": strconv.Itoa(c.Messages), "duplicate_rate": strconv.FormatFloat(c.DuplicateRate, 'g', -1, 64),
 			"poison": strconv.Itoa(c.Poison), "consumers": strconv.Itoa(c.Consumers), "prefetch": strconv.Itoa(c.Prefetch),
 			"ack_wait": c.AckWait.String(), "crash_before_ack": strconv.Itoa(f.CrashBeforeAck), "pause": strconv.Itoa(f.Pause),
-			"overlap": strconv.Itoa(f.Overlap),
-			"batch":   strconv.Itoa(max(c.Batch, 1)), "batch_linger": c.BatchLinger.String(),
+			"overlap": strconv.Itoa(f.Overlap), "batch": strconv.Itoa(max(c.Batch, 1)), "batch_linger": c.BatchLinger.String(),
 			"pause_for": f.PauseFor.String(), "restarts": strconv.Itoa(f.Restarts), "server_restart": strconv.FormatBool(f.ServerRestart),
 		},
 	}

@@ -47,8 +47,10 @@ const (
 	howAckCrash     = "consumer drops its delivery unacked and closes its channel, aimed after the effect (2 messages, no publisher duplicates)"
 	howAckKill      = "SIGKILL of a consumer worker process aimed after the effect, before the ack (2 messages, 3 workers)"
 	howAckKillBatch = "SIGKILL of a consumer worker process inside a batch of up to 8, aimed after an effect, before the batch's outcomes and acks (2 messages, 3 workers)"
-	howPublisherDup = "publisher duplicates (30% of messages published twice, 0 to 8 apart; the first copies of 3 more are held after their claim until the other copy was claimed)"
 )
+
+// howPublisherDup is how the publisher-duplicates cells are injected.
+var howPublisherDup = fmt.Sprintf("publisher duplicates (30%% of messages published twice, 0 to 8 apart; the first copies of %d more are held after their claim until the other copy was claimed)", dupOverlaps)
 
 // dupOverlaps is how many messages of a publisher-duplicates cell have
 // their duplicate aimed at the first copy in flight, so that a store that

@@ -60,7 +60,8 @@ func acquireWait(cmd *redis.Cmd) waitNeed {
 		if h, ok := res[1].([]any); ok {
 			for i := 0; i+1 < len(h); i += 2 {
 				if f, _ := h[i].(string); f == fieldStatus {
-					if st, _ := h[i+1].(string); st == "completed" || st == "failed" {
+					v, _ := h[i+1].(string)
+					if st, err := idem.ParseStatus(v); err == nil && st != idem.StatusInProgress {
 						return waitRead
 					}
 				}

@@ -47,12 +47,19 @@ func (fp Fingerprint) IsZero() bool { return fp == Fingerprint{} }
 // String returns fp as lowercase hex.
 func (fp Fingerprint) String() string { return hex.EncodeToString(fp[:]) }
 
-// ParseFingerprint decodes the hex form written by String. The error wraps
-// ErrCorruptRecord, since fingerprints are parsed from stored data.
+// ParseFingerprint decodes the form written by String: exactly 64
+// lowercase hex digits. Anything else, uppercase digits included, returns
+// an error wrapping ErrCorruptRecord, since fingerprints are parsed from
+// stored data and a store compares them in their written form.
 func ParseFingerprint(s string) (Fingerprint, error) {
 	var fp Fingerprint
 	if len(s) != 2*len(fp) {
 		return fp, fmt.Errorf("%w: fingerprint has %d hex digits, want %d", ErrCorruptRecord, len(s), 2*len(fp))
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return fp, fmt.Errorf("%w: fingerprint: byte %#02x at offset %d is not a lowercase hex digit", ErrCorruptRecord, c, i)
+		}
 	}
 	if _, err := hex.Decode(fp[:], []byte(s)); err != nil {
 		return fp, fmt.Errorf("%w: fingerprint: %v", ErrCorruptRecord, err)

@@ -52,6 +52,12 @@ func ParseStatus(s string) (Status, error) {
 // redisstore.)
 type Token uint64
 
+// MaxToken is the largest valid token, 2^63-1: every store keeps tokens in
+// a signed 64-bit integer (a PostgreSQL bigint, a Redis integer), so a
+// larger token cannot have been issued and a record carrying one is
+// corrupt.
+const MaxToken Token = 1<<63 - 1
+
 // Record is the stored state of one key.
 type Record struct {
 	Key         string
@@ -82,6 +88,9 @@ func (r *Record) Validate() error {
 	}
 	if r.Token == 0 {
 		return bad("fencing token is zero")
+	}
+	if r.Token > MaxToken {
+		return bad("fencing token %d is above MaxToken", r.Token)
 	}
 	switch r.Status {
 	case StatusInProgress:

@@ -30,7 +30,12 @@ var errAcquireChurn = errors.New("record changed concurrently on every attempt")
 // fingerprint is returned unchanged, expired or not.
 //
 // leaseTTL must be positive. An invalid key returns an error wrapping
-// idem.ErrInvalidKey. Timestamps come from the server clock.
+// idem.ErrInvalidKey. Timestamps come from the server clock. A row that
+// does not decode is never claimed: it is returned as an error wrapping
+// idem.ErrCorruptRecord. A claimable row whose token the sequence has not
+// passed (the sequence was reset or restored behind the table) is not
+// claimed either: the error wraps ErrCounterBehind and
+// idem.ErrCorruptRecord, and names the sequence to advance.
 func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
 	if err := idem.ValidateKey(key); err != nil {
 		return nil, nil, fmt.Errorf("pgstore: acquire: %w", err)
@@ -41,10 +46,10 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 	args := []any{key, fp[:], leaseTTL, s.opts.TakeoverGrace}
 	for range maxAcquireAttempts {
 		var (
-			acquired, retry bool
-			r               row
+			acquired, retry, behind bool
+			r                       row
 		)
-		dest := append([]any{&acquired, &retry}, r.scanDest()...)
+		dest := append([]any{&acquired, &retry, &behind}, r.scanDest()...)
 		err := s.queryRow(ctx, "acquire", true, s.sql.acquire, args, dest...)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
@@ -53,6 +58,9 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 			return nil, nil, err
 		case retry:
 			continue // our snapshot showed an older, claimable version
+		case behind:
+			return nil, nil, fmt.Errorf("pgstore: acquire %q: token sequence %s is at or below the row's token %d: %w (%w)",
+				key, s.seq, r.token, ErrCounterBehind, idem.ErrCorruptRecord)
 		case acquired:
 			return r.lease(key)
 		}

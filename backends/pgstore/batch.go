@@ -45,11 +45,11 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 		b.Queue(s.sql.acquire, reqs[i].Key, reqs[i].Fingerprint[:], leaseTTL, s.opts.TakeoverGrace)
 	}
 	rows := make([]row, len(order))
-	flags := make([][2]bool, len(order)) // acquired, retry
+	flags := make([][3]bool, len(order)) // acquired, retry, behind
 	found := make([]bool, len(order))
 	err := s.sendBatch(ctx, "acquire", &b, func(br pgx.BatchResults) error {
 		for j := range order {
-			dest := append([]any{&flags[j][0], &flags[j][1]}, rows[j].scanDest()...)
+			dest := append([]any{&flags[j][0], &flags[j][1], &flags[j][2]}, rows[j].scanDest()...)
 			err := br.QueryRow().Scan(dest...)
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue // the conflicting row is newer than our snapshot
@@ -66,7 +66,7 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 		switch {
 		case err != nil:
 			r.Err = err
-		case !found[j] || flags[j][1]:
+		case !found[j] || flags[j][1] || flags[j][2]: // Acquire reports a counter behind
 			r.Lease, r.Record, r.Err = s.Acquire(ctx, reqs[i].Key, reqs[i].Fingerprint, leaseTTL)
 		case flags[j][0]:
 			r.Lease, r.Record, r.Err = rows[j].lease(reqs[i].Key)
@@ -132,7 +132,7 @@ func (s *Store) FinishBatch(ctx context.Context, fs []idem.Finish, retention tim
 		case fs[i].Kind != idem.FinishComplete && fs[i].Kind != idem.FinishFail && fs[i].Kind != idem.FinishRelease:
 			out[i] = fmt.Errorf("pgstore: finish batch: unknown finish kind %s", fs[i].Kind)
 		case affected[j] == 0:
-			out[i] = leaseLost(fs[i].Kind.String(), fs[i].Lease)
+			out[i] = s.lostOrCorrupt(ctx, fs[i].Kind.String(), fs[i].Lease)
 		}
 	}
 	return out

@@ -10,6 +10,20 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
+// ErrCounterBehind is wrapped, together with idem.ErrCorruptRecord, by an
+// Acquire that would claim a row whose token is not below the token
+// sequence's next value: the sequence was reset, or restored from an older
+// copy than the table. Issuing the sequence's value would give the key a
+// token at or below one it had, which a fenced sink could confuse with a
+// stale holder's, so Acquire fails closed and leaves the row alone. The
+// fix is to move the sequence past every stored token, once, e.g.
+//
+//	SELECT setval('idem_keys_token_seq', (SELECT max(token) FROM idem_keys));
+//
+// (PostgreSQL cannot move a sequence forward atomically with the nextval
+// calls of other sessions, so the store does not do it by itself.)
+var ErrCounterBehind = errors.New("pgstore: token sequence is behind a stored token")
+
 // backendError wraps err, a failure of statement op, as an idem.ErrBackend
 // error (fail closed). When write is true and the statement may have reached
 // the server and run there, it is also marked ambiguous: the outcome is

@@ -29,7 +29,7 @@ func (s *Store) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Dura
 	err := s.queryRow(ctx, "heartbeat", true, s.sql.heartbeat,
 		[]any{l.Key, tok, leaseTTL, s.opts.TakeoverGrace}, &expiry)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return leaseLost("heartbeat", l)
+		return s.lostOrCorrupt(ctx, "heartbeat", l)
 	}
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, op string, l *idem.Lease,
 		return err
 	}
 	if n == 0 {
-		return leaseLost(op, l)
+		return s.lostOrCorrupt(ctx, op, l)
 	}
 	return nil
 }
@@ -110,7 +110,18 @@ func (s *Store) Release(ctx context.Context, l *idem.Lease) error {
 		return err
 	}
 	if n == 0 {
-		return leaseLost("release", l)
+		return s.lostOrCorrupt(ctx, "release", l)
 	}
 	return nil
+}
+
+// lostOrCorrupt is the error of a fenced write that matched no row: one
+// wrapping idem.ErrCorruptRecord when the key's row does not decode (the
+// write refused to overwrite it), else one wrapping idem.ErrLeaseLost. It
+// costs a read on the lease-lost path only.
+func (s *Store) lostOrCorrupt(ctx context.Context, op string, l *idem.Lease) error {
+	if _, err := s.Get(ctx, l.Key); errors.Is(err, idem.ErrCorruptRecord) {
+		return fmt.Errorf("pgstore: %s: %w", op, err)
+	}
+	return leaseLost(op, l)
 }

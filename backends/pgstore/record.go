@@ -31,8 +31,11 @@ func (r *row) scanDest() []any {
 
 // record decodes and validates r as the record of key. Every broken
 // invariant (unknown status, fingerprint of the wrong length, token not
-// positive, undecodable response, missing lease expiry) returns an error
-// wrapping idem.ErrCorruptRecord.
+// positive, previous token negative or not below the token, undecodable
+// response, missing lease expiry, a response in progress) returns an error
+// wrapping idem.ErrCorruptRecord. The statements judge rows by the same
+// rules (claimableSQL, fencedWhere), so a row this function rejects is
+// never claimed or overwritten.
 func (r *row) record(key string) (*idem.Record, error) {
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("%w: key %q: %s", idem.ErrCorruptRecord, key, fmt.Sprintf(format, args...))
@@ -50,6 +53,9 @@ func (r *row) record(key string) (*idem.Record, error) {
 		return nil, corrupt("fencing token %d is not positive", r.token)
 	}
 	rec.Token = idem.Token(r.token)
+	if r.prevToken < 0 || r.prevToken >= r.token {
+		return nil, corrupt("previous token %d is not in [0, token %d)", r.prevToken, r.token)
+	}
 	if r.leaseExpiry != nil {
 		if st != idem.StatusInProgress {
 			return nil, corrupt("%s record carries a lease expiry", st)

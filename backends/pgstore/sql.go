@@ -25,15 +25,36 @@ type statements struct {
 // A row failing it is logically absent even before the sweeper deletes it.
 // It appears in each statement with the table alias in front.
 
+// claimableSQL is the predicate "the row {{r}} may be claimed by a caller
+// with fingerprint {{fp}}": it is absent (released, or past expires_at:
+// logically gone, never decoded), or it is an in-progress record whose
+// lease expired, whose fingerprint is the caller's and which decodes as
+// row.record would accept it (no response, a lease, a positive token above
+// its previous one). A corrupt in-progress row is never claimable: Acquire
+// returns it and row.record reports it.
+const claimableSQL = `({{r}}.status = 'released'
+		OR {{r}}.expires_at <= statement_timestamp()
+		OR ({{r}}.status = 'in_progress'
+			AND {{r}}.lease_expires_at <= statement_timestamp()
+			AND {{r}}.fingerprint = {{fp}}
+			AND {{r}}.response IS NULL
+			AND {{r}}.token > 0 AND {{r}}.prev_token >= 0 AND {{r}}.prev_token < {{r}}.token))`
+
+// claimable returns claimableSQL for the row alias r and fingerprint fp.
+func claimable(r, fp string) string {
+	return strings.NewReplacer("{{r}}", r, "{{fp}}", fp).Replace(claimableSQL)
+}
+
 // acquireSQL claims a key in one statement. $1 key, $2 fingerprint,
 // $3 lease TTL, $4 take-over grace.
 //
 // The INSERT proposes a fresh in-progress row. On a key conflict the DO
-// UPDATE fires only when the existing row is absent (released or expired) or
-// is in progress with an expired lease and the same fingerprint (a take-over);
-// it then draws its token from the sequence while holding the row lock, so the
-// new token is higher than any token the row ever carried, and keeps the old
-// token in prev_token when the row was still present (a take-over).
+// UPDATE fires only when the existing row is claimable (see claimableSQL)
+// and the token drawn from the sequence, while holding the row lock, is
+// above the row's token; the SET then takes that token (currval: the value
+// the WHERE drew) and keeps the old token in prev_token when the row was
+// still present (a take-over). So a new token is always higher than any
+// token the row carried, whatever the sequence says.
 //
 // When the DO UPDATE does not fire, PostgreSQL still locks the row but
 // returns nothing, so the second branch of the UNION reads the row. That read
@@ -41,8 +62,12 @@ type statements struct {
 // concurrent claim a moment ago: then it returns no row, or a row that would
 // have been claimable. The column "retry" flags both cases (no row at all is
 // the other) and Acquire runs the statement again; the new snapshot sees the
-// row that made the DO UPDATE decline. See doc.go for the argument.
-const acquireSQL = `
+// row that made the DO UPDATE decline. See doc.go for the argument. The
+// column "behind" flags a claimable row whose token is not below the
+// sequence's value (the sequence was reset or restored behind the table):
+// Acquire fails closed with ErrCounterBehind rather than issue a lower
+// token.
+var acquireSQL = `
 WITH up AS (
 	INSERT INTO {{table}} AS r (key, status, fingerprint, token, prev_token,
 		lease_expires_at, response, created_at, updated_at, expires_at)
@@ -52,7 +77,7 @@ WITH up AS (
 	ON CONFLICT (key) DO UPDATE SET
 		status = 'in_progress',
 		fingerprint = EXCLUDED.fingerprint,
-		token = nextval('{{seq}}'::regclass),
+		token = currval('{{seq}}'::regclass),
 		prev_token = CASE WHEN r.status <> 'released' AND r.expires_at > statement_timestamp()
 			THEN r.token ELSE 0 END,
 		lease_expires_at = EXCLUDED.lease_expires_at,
@@ -61,26 +86,25 @@ WITH up AS (
 			THEN r.created_at ELSE EXCLUDED.created_at END,
 		updated_at = EXCLUDED.updated_at,
 		expires_at = EXCLUDED.expires_at
-	WHERE r.status = 'released'
-		OR r.expires_at <= statement_timestamp()
-		OR (r.status = 'in_progress'
-			AND r.lease_expires_at <= statement_timestamp()
-			AND r.fingerprint = EXCLUDED.fingerprint)
-	RETURNING true AS acquired, false AS retry, r.status, r.fingerprint, r.token,
+	WHERE ` + claimable("r", "EXCLUDED.fingerprint") + `
+		AND nextval('{{seq}}'::regclass) > r.token
+	RETURNING true AS acquired, false AS retry, false AS behind, r.status, r.fingerprint, r.token,
 		r.prev_token, r.lease_expires_at, r.response, r.expires_at
 )
 SELECT * FROM up
 UNION ALL
-SELECT false, (t.status = 'released' OR t.expires_at <= statement_timestamp()
-		OR (t.status = 'in_progress' AND t.lease_expires_at <= statement_timestamp() AND t.fingerprint = $2)) IS TRUE,
+SELECT false, c.ok AND currval('{{seq}}'::regclass) > t.token, c.ok AND currval('{{seq}}'::regclass) <= t.token,
 	t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at
-FROM {{table}} t
+FROM {{table}} t, LATERAL (SELECT ` + claimable("t", "$2") + ` IS TRUE AS ok) c
 WHERE t.key = $1 AND NOT EXISTS (SELECT FROM up)`
 
 // fencedWhere is the ownership test of every write after Acquire: the row is
-// present, in progress and carries the caller's token. An expired lease that
-// was not taken over still passes.
-const fencedWhere = `t.key = $1 AND t.token = $2 AND t.status = 'in_progress' AND t.expires_at > statement_timestamp()`
+// present, in progress, carries the caller's token and decodes (row.record
+// accepts it), so a write never overwrites a corrupt row. An expired lease
+// that was not taken over still passes.
+const fencedWhere = `t.key = $1 AND t.token = $2 AND t.status = 'in_progress' AND t.expires_at > statement_timestamp()
+	AND t.response IS NULL AND t.lease_expires_at IS NOT NULL AND octet_length(t.fingerprint) = 32
+	AND t.prev_token >= 0 AND t.prev_token < t.token`
 
 // heartbeatSQL: $1 key, $2 token, $3 lease TTL, $4 take-over grace.
 const heartbeatSQL = `

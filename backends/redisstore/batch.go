@@ -51,7 +51,7 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 		for n, i := range idx {
 			res, rerr := replySlice(replies[n], err)
 			r := &out[i]
-			r.Lease, r.Record, r.Err = acquireReply(reqs[i].Key, reqs[i].Fingerprint, keys[i], res, rerr)
+			r.Lease, r.Record, r.Err = s.acquireReply(reqs[i].Key, reqs[i].Fingerprint, keys[i], res, rerr)
 		}
 	}
 	return out
@@ -158,7 +158,8 @@ func (s *Store) FinishBatch(ctx context.Context, fs []idem.Finish, retention tim
 		idx, replies, err := c.replies()
 		for n, i := range idx {
 			res, rerr := replyInt64(replies[n], err)
-			_, out[i] = fencedReply(fs[i].Kind.String(), fs[i].Lease, keys[i], res, rerr)
+			_, err := fencedReply(fs[i].Kind.String(), fs[i].Lease, keys[i], res, rerr)
+			out[i] = s.lostOrCorrupt(ctx, err)
 		}
 	}
 	return out

@@ -11,7 +11,10 @@ import (
 // it. nowMS is the server time and pttl the key's remaining time to live in
 // milliseconds (negative: no expiry), from which ExpiresAt is computed.
 // Missing, unparsable or contradictory fields return an error wrapping
-// idem.ErrCorruptRecord. Unknown fields are ignored.
+// idem.ErrCorruptRecord naming the field. Unknown fields are ignored.
+// Integers must be in parseDecimal's form. The scripts judge records by
+// the same rules (luaRecord's valid), so that a record this function
+// rejects is never taken over or overwritten.
 func decodeRecord(key string, h map[string]string, nowMS, pttl int64) (*idem.Record, error) {
 	rec := &idem.Record{Key: key}
 	var err error
@@ -27,8 +30,8 @@ func decodeRecord(key string, h map[string]string, nowMS, pttl int64) (*idem.Rec
 		if !ok {
 			return time.Time{}
 		}
-		ms, perr := strconv.ParseInt(v, 10, 64)
-		if (perr != nil || ms <= 0) && err == nil {
+		ms, ok := parseDecimal(v)
+		if !ok && err == nil {
 			err = corrupt(key, "field %q: bad time %q", name, v)
 		}
 		return time.UnixMilli(ms)
@@ -36,20 +39,25 @@ func decodeRecord(key string, h map[string]string, nowMS, pttl int64) (*idem.Rec
 
 	if v, ok := need(fieldStatus); ok {
 		if rec.Status, err = idem.ParseStatus(v); err != nil {
-			return nil, inKey(key, err)
+			return nil, inField(key, fieldStatus, err)
 		}
 	}
 	if v, ok := need(fieldFP); ok {
 		if rec.Fingerprint, err = idem.ParseFingerprint(v); err != nil {
-			return nil, inKey(key, err)
+			return nil, inField(key, fieldFP, err)
 		}
 	}
 	if v, ok := need(fieldToken); ok {
-		tok, perr := strconv.ParseUint(v, 10, 64)
-		if perr != nil {
+		tok, ok := parseDecimal(v)
+		if !ok {
 			return nil, corrupt(key, "field %q: bad token %q", fieldToken, v)
 		}
 		rec.Token = idem.Token(tok)
+	}
+	if v, ok := h[fieldPrev]; ok && v != "0" {
+		if prev, ok := parseDecimal(v); !ok || idem.Token(prev) >= rec.Token {
+			return nil, corrupt(key, "field %q: bad previous token %q for token %d", fieldPrev, v, rec.Token)
+		}
 	}
 	if pttl >= 0 {
 		rec.ExpiresAt = time.UnixMilli(nowMS + pttl)
@@ -63,7 +71,7 @@ func decodeRecord(key string, h map[string]string, nowMS, pttl int64) (*idem.Rec
 	if v, ok := h[fieldResponse]; ok {
 		resp, derr := idem.DecodeResponse([]byte(v))
 		if derr != nil {
-			return nil, inKey(key, derr)
+			return nil, inField(key, fieldResponse, derr)
 		}
 		rec.Response = &resp
 	}
@@ -71,6 +79,24 @@ func decodeRecord(key string, h map[string]string, nowMS, pttl int64) (*idem.Rec
 		return nil, verr
 	}
 	return rec, nil
+}
+
+// parseDecimal parses the only integer form the scripts write and accept
+// (luaRecord's dec): the decimal digits of a number in [1, 2^63-1], with no
+// sign, no leading zero and nothing else. ok is false for anything else,
+// including forms strconv would take ("+5", "007") and forms Lua's
+// tonumber would ("0x10", "5.5", "1e3", " 5").
+func parseDecimal(s string) (n int64, ok bool) {
+	if len(s) == 0 || len(s) > 19 || s[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 // pairsToMap turns a flat HGETALL reply from a script into a map. A reply of

@@ -24,6 +24,12 @@ var (
 	// Options.WaitTimeout. Such an error is also idem.Ambiguous: a failover
 	// may or may not lose the write.
 	ErrNotReplicated = errors.New("redisstore: write not acknowledged by enough replicas")
+	// ErrFenceCounter is wrapped, together with idem.ErrCorruptRecord, by an
+	// Acquire whose hash slot's fencing counter can issue no valid token: it
+	// holds a value that is not a positive integer, or its next token would
+	// pass idem.MaxToken. Acquire then writes no record. An operator
+	// repairs the counter key named in the message.
+	ErrFenceCounter = errors.New("redisstore: fencing counter issues no valid token")
 )
 
 // storeError turns an error from the Redis client into the store's error
@@ -67,7 +73,9 @@ func corrupt(key, format string, args ...any) error {
 	return fmt.Errorf("redisstore: key %q: %w: %s", key, idem.ErrCorruptRecord, fmt.Sprintf(format, args...))
 }
 
-// inKey prefixes an error that already wraps idem.ErrCorruptRecord with key.
-func inKey(key string, err error) error {
-	return fmt.Errorf("redisstore: key %q: %w", key, err)
+// inField prefixes an error that already wraps idem.ErrCorruptRecord with
+// key and the hash field it is about.
+func inField(key, field string, err error) error {
+	return fmt.Errorf("redisstore: key %q: field %q: %w", key, field, err)
 }
+

@@ -201,8 +201,11 @@ func TestDuplicateScriptRun(t *testing.T) {
 	if other[0] != int64(0) {
 		t.Fatalf("another call got %v, want the record", other)
 	}
-	tok := first[1].(int64)
-	l := &idem.Lease{Key: "k", Token: idem.Token(tok), Fingerprint: fpA}
+	tok, ok := replyToken(first, 1)
+	if !ok {
+		t.Fatalf("token %v is not a decimal string", first[1])
+	}
+	l := &idem.Lease{Key: "k", Token: tok, Fingerprint: fpA}
 	finish := func(id string) error {
 		_, err := s.fenced(ctx, "complete", finishScript, l, k, "completed", idem.EncodeResponse(&idem.Response{Status: 201}), 60000, id)
 		return err

@@ -136,23 +136,23 @@ var (
 	// reply's first element, and the previous token is 0. Every other key
 	// runs the body and answers its table.
 	multiAcquire = newMultiScript(multiSpec{
-		one: acquireScript, prelude: luaClockOnce + luaClaim, body: acquireBody, nkeys: 2, nargs: 5,
+		one: acquireScript, prelude: luaClockOnce + luaRecord + luaClaim, body: acquireBody, nkeys: 2, nargs: 5,
 		shared: []int{2, 3, 4}, // lease TTL, grace, call id
 		setup:  "local lease = now() + tonumber(a2)\nlocal leaseS, expiry = fmt(lease), lease + tonumber(a3)",
 		head:   "lease",
-		fast:   "redis.call('EXISTS', k1) == 0 and claim(k1, k2, a1, tonumber(a5), 0, leaseS, expiry, a4) or nil",
+		fast:   "redis.call('EXISTS', k1) == 0 and claim(k1, k2, a1, tonumber(a5), '0', leaseS, expiry, a4) or nil",
 		expand: func(head, reply any) any {
-			if tok, ok := reply.(int64); ok {
-				return []any{int64(resultApplied), tok, int64(0), head}
+			if tok, ok := reply.(string); ok {
+				return []any{int64(resultApplied), tok, "0", head}
 			}
 			return reply
 		},
 	})
 	multiFinish = newMultiScript(multiSpec{
-		one: finishScript, body: finishBody, nkeys: 1, nargs: 5,
+		one: finishScript, prelude: luaRecord, body: finishBody, nkeys: 1, nargs: 5,
 		shared: []int{4, 5}, // retention, call id
 	})
-	multiRelease = newMultiScript(multiSpec{one: releaseScript, body: releaseBody, nkeys: 1, nargs: 1})
+	multiRelease = newMultiScript(multiSpec{one: releaseScript, prelude: luaRecord, body: releaseBody, nkeys: 1, nargs: 1})
 )
 
 // merge groups calls of the same script into multi-key calls, at most

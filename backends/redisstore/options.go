@@ -3,6 +3,8 @@ package redisstore
 import (
 	"fmt"
 	"time"
+
+	"github.com/idembench/idembench/idem"
 )
 
 // Defaults applied to zero fields of Options.
@@ -63,6 +65,18 @@ type Options struct {
 	// timeout (go-redis: 3s by default), or a slow WAIT ends as a client
 	// timeout, which is ambiguous too.
 	WaitTimeout time.Duration
+
+	// OnCounterBehind, when set, is called by an Acquire that took over a
+	// record whose token is not below what its hash slot's fencing counter
+	// would issue next: the counter key was lost (deleted, evicted) or
+	// restored from an older copy than the record. The take-over still
+	// issues a token above prev (the script moves the counter past it in
+	// the same atomic step), so fencing holds; the call tells an operator
+	// that tokens of this slot may have been issued twice for keys whose
+	// records were lost with the counter. counter is the value the script
+	// found after its INCR. It runs on the calling goroutine and must not
+	// block.
+	OnCounterBehind func(key string, counter int64, prev idem.Token)
 }
 
 // withDefaults returns o with zero fields set to their defaults, or an error

@@ -7,6 +7,7 @@ import "github.com/redis/go-redis/v9"
 // integer is cheaper for Redis to return than a table), where any value of
 // at least resultApplied means applied.
 const (
+	resultNoToken = -2 // acquire: the slot's fencing counter issues no valid token
 	resultCorrupt = -1 // the key holds something that is not a valid record
 	resultRefused = 0  // acquire: record returned; fenced write: lease lost
 	resultApplied = 1  // the transition happened
@@ -63,84 +64,152 @@ func luaNotify(msg string) string {
 //
 // KEYS: record, fence counter. ARGV: fingerprint, lease TTL ms, take-over
 // grace ms, acquire call id, hash slot.
-// Returns {1, token, prev token, lease expiry ms} for a lease,
+// Returns {1, token, prev token, lease expiry ms[, counter found]} for a
+// lease (tokens as decimal strings; the fifth element only when the
+// slot's counter was behind the token taken over, see luaClaim),
 // {0, HGETALL, now ms, PTTL} for an existing record, {-1, type} for a key of
-// another type.
+// another type, {-2, counter} when the slot's counter can issue no valid
+// token.
 //
 // A record whose acq_id equals this call's id was written by this very call
 // and delivered again by a client-side retry: the same lease is returned.
-// Only a well-formed in-progress record is taken over; anything else is
-// returned for the caller to decode (and report as corrupt). A take-over
-// overwrites every field an in-progress record has, so no DEL is needed.
-// The token is counter*16384 + slot: increasing with the slot's counter,
-// and unique across slots. The counter is never decremented and never
-// expires; the guard after INCR keeps the token above the one taken over
-// even if the counter was lost.
-var acquireScript = redis.NewScript(luaClock + luaClaim + acquireBody)
+// Only an in-progress record that valid(f) accepts is taken over; anything
+// else is returned for the caller to decode (and report as corrupt), and
+// left as it is. A take-over overwrites every field an in-progress record
+// has, so no DEL is needed. The counter is never decremented and never
+// expires.
+var acquireScript = redis.NewScript(luaClock + luaRecord + luaClaim + acquireBody)
 
-// luaClaim defines claim(), the write of a new lease, shared by
-// acquireScript and its multi-key form: it draws the token from the slot's
-// counter (kept above prev), writes the in-progress record with its lease
-// (leaseS, decimal ms) and sets the key to expire at expiry (ms), and
-// returns the token. The fields are all those an in-progress record has,
-// so a take-over needs no DEL.
-const luaClaim = `
-local function claim(rec, fence, fp, slot, prev, leaseS, expiry, id)
-  local tok = redis.call('INCR', fence) * 16384 + slot
-  if tok <= prev then
-    local n = math.floor(prev / 16384) + 1
-    tok = n * 16384 + slot
-    redis.call('SET', fence, fmt(n))
+// luaRecord holds the helpers every script that judges a record uses:
+// the scripts themselves decide what they may take over or overwrite, so
+// they must decode a record exactly as decodeRecord does, or refuse it.
+//
+// dec(s) holds for the canonical decimal form of an integer in
+// [1, 2^63-1]: digits only, no sign, no leading zero, at most 19 digits.
+// Lua numbers are doubles, exact only below 2^53, so tokens are kept as
+// strings and compared (lt) and divided (split) digit-group-wise, never as
+// one number. valid(f) holds when the fields f = {status, fp, token,
+// lease_ms, acq_id, prev_token, response} (an HMGET in that order; a
+// missing field is false) form a record decodeRecord accepts, except that a
+// finished record's response is checked for presence only (Go decodes it:
+// see the package doc). The order of the HMGET fields is recordFields.
+const luaRecord = `
+local function dec(s)
+  if type(s) ~= 'string' or #s > 19 or not string.find(s, '^[1-9][0-9]*$') then return false end
+  if #s < 19 then return true end
+  local hi = tonumber(string.sub(s, 1, 10))
+  return hi < 9223372036 or (hi == 9223372036 and tonumber(string.sub(s, 11)) <= 854775807)
+end
+local function lt(a, b)
+  if #a ~= #b then return #a < #b end
+  local n = #a - 9
+  if n > 0 then
+    local x, y = tonumber(string.sub(a, 1, n)), tonumber(string.sub(b, 1, n))
+    if x ~= y then return x < y end
+    a, b = string.sub(a, n + 1), string.sub(b, n + 1)
   end
-  redis.call('HSET', rec, 'status', 'in_progress', 'fp', fp, 'token', fmt(tok),
-    'prev_token', fmt(prev), 'lease_ms', leaseS, 'acq_id', id)
-  redis.call('PEXPIREAT', rec, expiry)
-  return tok
+  return tonumber(a) < tonumber(b)
+end
+local function valid(f)
+  local st = f[1]
+  if st ~= 'in_progress' and st ~= 'completed' and st ~= 'failed' then return false end
+  if type(f[2]) ~= 'string' or #f[2] ~= 64 or string.find(f[2], '[^0-9a-f]') then return false end
+  if not dec(f[3]) then return false end
+  if f[6] and f[6] ~= '0' and not (dec(f[6]) and lt(f[6], f[3])) then return false end
+  if st == 'in_progress' then return dec(f[4]) and not f[7] end
+  return f[7] and true or false
 end
 `
 
-// acquireBody is acquireScript without the clock helpers and claim().
+// recordFields is the HMGET field list of luaRecord's valid(f), as Lua
+// arguments, followed by the waiter mark the fenced scripts read too.
+const recordFields = `'status', 'fp', 'token', 'lease_ms', 'acq_id', 'prev_token', 'response', 'watch'`
+
+// luaClaim defines claim(), the write of a new lease, shared by
+// acquireScript and its multi-key form: it draws the token from the slot's
+// counter, writes the in-progress record with its lease (leaseS, decimal
+// ms) and sets the key to expire at expiry (ms), and returns the token as
+// a decimal string. The fields are all those an in-progress record has, so
+// a take-over needs no DEL.
+//
+// The token is counter*16384 + slot, rendered exactly (render): increasing
+// with the slot's counter and unique across slots. prev is the token taken
+// over ('0' for none). When the counter is behind it (the counter key was
+// lost, evicted or restored from an older copy than the record), claim
+// moves the counter to the first value whose token is above prev and
+// returns the counter it found as its second value, so the token issued is
+// always above the one it replaces. A counter that is not positive (and
+// cannot be moved past a previous token) or whose next token would pass
+// 2^63-1 issues nothing: claim writes no record and returns nil and the
+// counter's value.
+const luaClaim = `
+local function split(s)
+  local hi, lo = 0, tonumber(s)
+  if #s > 9 then hi, lo = tonumber(string.sub(s, 1, #s - 9)), tonumber(string.sub(s, #s - 8)) end
+  local m = (hi % 16384) * 1e9 + lo
+  return math.floor(hi / 16384) * 1e9 + math.floor(m / 16384), m % 16384
+end
+local function render(c, slot)
+  local y = (c % 1e6) * 16384 + slot
+  local hi, lo = math.floor(c / 1e6) * 16384 + math.floor(y / 1e6), y % 1e6
+  if hi == 0 then return string.format('%d', lo) end
+  return string.format('%d%06d', hi, lo)
+end
+local function claim(rec, fence, fp, slot, prev, leaseS, expiry, id)
+  local c = redis.call('INCR', fence)
+  local was
+  if prev ~= '0' then
+    local q, r = split(prev)
+    if c < q or (c == q and slot <= r) then was, c = c, q + 1 end
+  end
+  if c < 1 or c > 562949953421311 then return nil, redis.call('GET', fence) end
+  if was then redis.call('SET', fence, string.format('%d', c)) end
+  local tok = render(c, slot)
+  redis.call('HSET', rec, 'status', 'in_progress', 'fp', fp, 'token', tok,
+    'prev_token', prev, 'lease_ms', leaseS, 'acq_id', id)
+  redis.call('PEXPIREAT', rec, expiry)
+  return tok, was
+end
+`
+
+// acquireBody is acquireScript without the helpers.
 const acquireBody = `
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'hash' then return {-1, ty} end
 local t = now()
-local prev = 0
+local prev = '0'
 if ty == 'hash' then
-  local f = redis.call('HMGET', KEYS[1], 'status', 'fp', 'token', 'lease_ms', 'acq_id', 'prev_token', 'response')
-  local tok, lease = tonumber(f[3]), tonumber(f[4])
-  if f[1] == 'in_progress' and tok and tok > 0 and lease and not f[7] then
-    if f[5] == ARGV[4] then return {1, tok, tonumber(f[6]) or 0, lease} end
-    if f[2] == ARGV[1] and lease <= t then prev = tok end
+  local f = redis.call('HMGET', KEYS[1], ` + recordFields + `)
+  if f[1] == 'in_progress' and valid(f) then
+    if f[5] == ARGV[4] then return {1, f[3], f[6] or '0', tonumber(f[4])} end
+    if f[2] == ARGV[1] and tonumber(f[4]) <= t then prev = f[3] end
   end
-  if prev == 0 then return {0, redis.call('HGETALL', KEYS[1]), t, redis.call('PTTL', KEYS[1])} end
+  if prev == '0' then return {0, redis.call('HGETALL', KEYS[1]), t, redis.call('PTTL', KEYS[1])} end
 end
 local lease = t + tonumber(ARGV[2])
-local tok = claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[5]), prev, fmt(lease), lease + tonumber(ARGV[3]), ARGV[4])
-return {1, tok, prev, lease}
+local tok, was = claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[5]), prev, fmt(lease), lease + tonumber(ARGV[3]), ARGV[4])
+if not tok then return {-2, was or ''} end
+return {1, tok, prev, lease, was}
 `
 
 // luaOwned is the fencing check shared by the fenced scripts: it reads the
-// record into f = {status, token, watch} (st = f[1]) and sets owned when the
-// record is in progress with the token in ARGV[1], the common case, which
-// costs one HMGET and two comparisons. Otherwise it returns early with -1
-// (not a record) or 0 (absent: lease lost), running EXISTS only when HMGET
-// found no status, or falls through to the script's own handling of a
-// record it does not own. On a key of another type HMGET fails the script
-// with WRONGTYPE before anything was written (redis.call, not the slower
-// redis.pcall).
+// record into f (see luaRecord; st = f[1]) and sets owned when the record
+// is in progress with the token in ARGV[1]. It returns early with -1 when
+// the key holds something valid(f) rejects (the script writes nothing
+// then, owned or not) and with 0 when the key is absent (lease lost),
+// running EXISTS only when HMGET found no status; otherwise it falls
+// through to the script's own handling of a record it does not own. On a
+// key of another type HMGET fails the script with WRONGTYPE before
+// anything was written (redis.call, not the slower redis.pcall).
 const luaOwned = `
-local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'watch')
+local f = redis.call('HMGET', KEYS[1], ` + recordFields + `)
 local st = f[1]
-local owned = st == 'in_progress' and f[2] == ARGV[1]
-if not owned then
-  if not st then
-    if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-    return 0
-  end
-  if not (st == 'in_progress' or st == 'completed' or st == 'failed') or not tonumber(f[2]) then
-    return -1
-  end
+if not st then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+  return 0
 end
+if not valid(f) then return -1 end
+local owned = st == 'in_progress' and f[3] == ARGV[1]
 `
 
 // heartbeatScript extends a lease.
@@ -148,7 +217,7 @@ end
 // KEYS: record. ARGV: token, lease TTL ms, take-over grace ms.
 // Returns the new lease expiry ms, 0 (lease lost) or -1 (corrupt), or fails
 // with WRONGTYPE.
-var heartbeatScript = redis.NewScript(luaClock + luaOwned + `
+var heartbeatScript = redis.NewScript(luaClock + luaRecord + luaOwned + `
 if not owned then return 0 end
 local lease = now() + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lease_ms', fmt(lease))
@@ -168,19 +237,19 @@ return lease
 // The lease fields stay in the record for diagnosis; readers ignore
 // lease_ms once the record is finished. It publishes only when a waiter
 // marked the record (see probeScript).
-var finishScript = redis.NewScript(finishBody)
+var finishScript = redis.NewScript(luaRecord + finishBody)
 
-// finishBody is finishScript's source.
+// finishBody is finishScript's source without the helpers.
 var finishBody = luaOwned + `
 if not owned then
-  if st == ARGV[2] and f[2] == ARGV[1] and redis.call('HGET', KEYS[1], 'done_id') == ARGV[5] then
+  if st == ARGV[2] and f[3] == ARGV[1] and redis.call('HGET', KEYS[1], 'done_id') == ARGV[5] then
     return 1
   end
   return 0
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'response', ARGV[3], 'done_id', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if f[3] then` + luaNotify("ARGV[2]") + `end
+if f[8] then` + luaNotify("ARGV[2]") + `end
 return 1
 `
 
@@ -189,13 +258,13 @@ return 1
 //
 // KEYS: record. ARGV: token.
 // Returns 1, 0 (lease lost) or -1 (corrupt), or fails with WRONGTYPE.
-var releaseScript = redis.NewScript(releaseBody)
+var releaseScript = redis.NewScript(luaRecord + releaseBody)
 
-// releaseBody is releaseScript's source.
+// releaseBody is releaseScript's source without the helpers.
 var releaseBody = luaOwned + `
 if not owned then return 0 end
 redis.call('DEL', KEYS[1])
-if f[3] then` + luaNotify("'released'") + `end
+if f[8] then` + luaNotify("'released'") + `end
 return 1
 `
 

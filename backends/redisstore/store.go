@@ -84,27 +84,30 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 	if err == nil && werr != nil {
 		return nil, nil, werr
 	}
-	return acquireReply(key, fp, k, res, err)
+	return s.acquireReply(key, fp, k, res, err)
 }
 
 // acquireReply decodes the reply of acquireScript for key.
-func acquireReply(key string, fp idem.Fingerprint, k keyset, res []any, err error) (*idem.Lease, *idem.Record, error) {
+func (s *Store) acquireReply(key string, fp idem.Fingerprint, k keyset, res []any, err error) (*idem.Lease, *idem.Record, error) {
 	if err != nil {
 		return nil, nil, storeError("acquire", err, true)
 	}
 	switch code, _ := replyInt(res, 0); code {
 	case resultApplied:
-		tok, ok1 := replyInt(res, 1)
-		prev, ok2 := replyInt(res, 2)
+		tok, ok1 := replyToken(res, 1)
+		prev, ok2 := replyToken(res, 2)
 		lease, ok3 := replyInt(res, 3)
-		if !ok1 || !ok2 || !ok3 || tok <= 0 || prev < 0 {
+		if !ok1 || !ok2 || !ok3 || tok == 0 || prev >= tok {
 			break
+		}
+		if was, behind := replyInt(res, 4); behind && s.opts.OnCounterBehind != nil {
+			s.opts.OnCounterBehind(key, was, prev)
 		}
 		return &idem.Lease{
 			Key:         key,
-			Token:       idem.Token(tok),
+			Token:       tok,
 			Fingerprint: fp,
-			PrevToken:   idem.Token(prev),
+			PrevToken:   prev,
 			Expiry:      time.UnixMilli(lease),
 		}, nil, nil
 	case resultRefused:
@@ -118,6 +121,10 @@ func acquireReply(key string, fp idem.Fingerprint, k keyset, res []any, err erro
 		return nil, rec, nil
 	case resultCorrupt:
 		return nil, nil, corrupt(key, "redis key %q is not a hash", k.record)
+	case resultNoToken:
+		v, _ := res[1].(string)
+		return nil, nil, fmt.Errorf("redisstore: acquire %q: fencing counter %q = %q issues no token in [1, %d]: %w (%w)",
+			key, k.fence(), v, idem.MaxToken, ErrFenceCounter, idem.ErrCorruptRecord)
 	}
 	return nil, nil, unexpected("acquire", res)
 }
@@ -202,8 +209,38 @@ func (s *Store) fenced(ctx context.Context, op string, script *redis.Script, l *
 	if err == nil && werr != nil {
 		return 0, werr
 	}
-	return fencedReply(op, l, k, res, err)
+	n, err := fencedReply(op, l, k, res, err)
+	return n, s.lostOrCorrupt(ctx, err)
 }
+
+// lostOrCorrupt turns err, the outcome of a fenced write, into an error
+// wrapping idem.ErrCorruptRecord when the write was refused as lease lost
+// but the record does not decode: the scripts judge every field but a
+// finished record's response, which only Go decodes. It costs a read on
+// the lease-lost path only.
+func (s *Store) lostOrCorrupt(ctx context.Context, err error) error {
+	var lost *leaseLostError
+	if !errors.As(err, &lost) {
+		return err
+	}
+	if _, gerr := s.Get(ctx, lost.key); errors.Is(gerr, idem.ErrCorruptRecord) {
+		return gerr
+	}
+	return err
+}
+
+// leaseLostError is a fenced write refused because the record does not
+// carry the caller's token. It wraps idem.ErrLeaseLost.
+type leaseLostError struct {
+	op, key string
+	token   idem.Token
+}
+
+func (e *leaseLostError) Error() string {
+	return fmt.Sprintf("redisstore: %s: key %q token %d: %v", e.op, e.key, e.token, idem.ErrLeaseLost)
+}
+
+func (e *leaseLostError) Unwrap() error { return idem.ErrLeaseLost }
 
 // fencedReply maps the reply of a fenced script to the error contract.
 func fencedReply(op string, l *idem.Lease, k keyset, res int64, err error) (int64, error) {
@@ -217,9 +254,9 @@ func fencedReply(op string, l *idem.Lease, k keyset, res int64, err error) (int6
 	case res >= resultApplied:
 		return res, nil
 	case res == resultRefused:
-		return 0, fmt.Errorf("redisstore: %s: key %q token %d: %w", op, l.Key, l.Token, idem.ErrLeaseLost)
+		return 0, &leaseLostError{op: op, key: l.Key, token: l.Token}
 	case res == resultCorrupt:
-		return 0, corrupt(l.Key, "redis key %q does not hold a record", k.record)
+		return 0, corrupt(l.Key, "redis key %q does not hold a valid record (see Get for the field)", k.record)
 	}
 	return 0, unexpected(op, []any{res})
 }
@@ -262,6 +299,23 @@ func replyInt(res []any, i int) (int64, bool) {
 	}
 	n, ok := res[i].(int64)
 	return n, ok
+}
+
+// replyToken returns element i of a script reply as a token: a decimal
+// string in parseDecimal's form, or "0" (no token).
+func replyToken(res []any, i int) (idem.Token, bool) {
+	if i >= len(res) {
+		return 0, false
+	}
+	v, ok := res[i].(string)
+	if !ok {
+		return 0, false
+	}
+	if v == "0" {
+		return 0, true
+	}
+	n, ok := parseDecimal(v)
+	return idem.Token(n), ok
 }
 
 // unexpected reports a script reply of the wrong shape: a version mismatch

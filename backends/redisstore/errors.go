@@ -78,4 +78,3 @@ func corrupt(key, format string, args ...any) error {
 func inField(key, field string, err error) error {
 	return fmt.Errorf("redisstore: key %q: field %q: %w", key, field, err)
 }
-

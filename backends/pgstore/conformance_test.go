@@ -20,6 +20,7 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("corrupt %q: %v", key, err)
 			}
 		},
+		Plant: plantConfig,
 	})
 }
 

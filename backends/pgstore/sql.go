@@ -30,12 +30,14 @@ type statements struct {
 // logically gone, never decoded), or it is an in-progress record whose
 // lease expired, whose fingerprint is the caller's and which decodes as
 // row.record would accept it (no response, a lease, a positive token above
-// its previous one). A corrupt in-progress row is never claimable: Acquire
+// its previous one, finite times: pgx cannot scan an infinite timestamp).
+// A corrupt in-progress row is never claimable: Acquire
 // returns it and row.record reports it.
 const claimableSQL = `({{r}}.status = 'released'
 		OR {{r}}.expires_at <= statement_timestamp()
 		OR ({{r}}.status = 'in_progress'
-			AND {{r}}.lease_expires_at <= statement_timestamp()
+			AND {{r}}.lease_expires_at <= statement_timestamp() AND isfinite({{r}}.lease_expires_at)
+			AND isfinite({{r}}.expires_at)
 			AND {{r}}.fingerprint = {{fp}}
 			AND {{r}}.response IS NULL
 			AND {{r}}.token > 0 AND {{r}}.prev_token >= 0 AND {{r}}.prev_token < {{r}}.token))`
@@ -103,7 +105,7 @@ WHERE t.key = $1 AND NOT EXISTS (SELECT FROM up)`
 // accepts it), so a write never overwrites a corrupt row. An expired lease
 // that was not taken over still passes.
 const fencedWhere = `t.key = $1 AND t.token = $2 AND t.status = 'in_progress' AND t.expires_at > statement_timestamp()
-	AND t.response IS NULL AND t.lease_expires_at IS NOT NULL AND octet_length(t.fingerprint) = 32
+	AND t.response IS NULL AND isfinite(t.lease_expires_at) AND isfinite(t.expires_at) AND octet_length(t.fingerprint) = 32
 	AND t.prev_token >= 0 AND t.prev_token < t.token`
 
 // heartbeatSQL: $1 key, $2 token, $3 lease TTL, $4 take-over grace.

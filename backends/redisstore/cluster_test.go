@@ -35,6 +35,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 	t.Run("Conformance", func(t *testing.T) { storetest.Run(t, conformance(client)) })
+	t.Run("PlantedRecords", func(t *testing.T) { plantedProperty(t, newStore(t, client, Options{})) })
 	t.Run("BatchConformance", func(t *testing.T) { storetest.RunBatch(t, conformance(client)) })
 	t.Run("OneSlotPerKey", func(t *testing.T) {
 		ctx := ctxT(t)

@@ -10,7 +10,7 @@ import (
 
 // conformance returns the storetest configuration for stores on client.
 func conformance(client redis.UniversalClient) storetest.Config {
-	return storetest.Config{
+	return plantConfig(storetest.Config{
 		New: func(t *testing.T) idem.Store { return newStore(t, client, Options{}) },
 		Corrupt: func(t *testing.T, st idem.Store, key string) {
 			s := st.(*Store)
@@ -21,7 +21,7 @@ func conformance(client redis.UniversalClient) storetest.Config {
 				t.Fatal(err)
 			}
 		},
-	}
+	})
 }
 
 func TestConformance(t *testing.T) {

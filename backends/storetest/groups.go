@@ -50,6 +50,7 @@ func safetyCases() []groupCase {
 		{"FingerprintKeptWithRecord", fingerprintKept},
 		{"KeysAreExactAndIndependent", keysIndependent},
 		{"CorruptRecordIsReported", corruptRecord},
+		{"PlantedRecordsFailClosed", plantedRecords},
 	}
 }
 

@@ -40,6 +40,17 @@ type Config struct {
 	// Corrupt overwrites the stored record of key with data the store must
 	// reject with idem.ErrCorruptRecord. Nil skips that case.
 	Corrupt func(t *testing.T, s idem.Store, key string)
+	// Plant changes the stored record of key at random, bypassing the
+	// store, in the store's own format: field types, ranges, presence,
+	// numeric forms, status, extra fields, binary junk, an expired lease,
+	// a key of another type. It draws every choice from r and returns a
+	// description of what it did. The case PlantedRecordsFailClosed then
+	// holds the store to the fail-closed rule (see Planted). Nil skips
+	// that case.
+	Plant func(t *testing.T, s idem.Store, key string, r *rand.Rand) string
+	// PlantRuns is how many records PlantedRecordsFailClosed plants; zero
+	// means DefaultPlantRuns.
+	PlantRuns int
 	// Deviations maps the name of a contract or liveness case the store
 	// knowingly fails to the reason why (a documented, safe choice of the
 	// store). That case runs all the same: its failure is logged as a

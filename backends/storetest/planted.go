@@ -1,0 +1,207 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+// TB is the part of testing.TB that Planted uses, so that property-based
+// test libraries whose T is not a testing.TB (pgregory.net/rapid's *T) can
+// drive it too.
+type TB interface {
+	Helper()
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// Planted checks the fail-closed rule on the record of key as it is
+// stored now, after a test changed it behind the store's back (a corrupt
+// write, a restore, a hostile user with access to the backend). issued is
+// the highest token the store ever issued for key; fp is the fingerprint
+// the record was created with. Planted reads the record with Get and then:
+//
+//   - when Get reports idem.ErrCorruptRecord, it requires every call to fail
+//     with idem.ErrCorruptRecord and change nothing a later Get can see:
+//     Acquire with fp and with another fingerprint (no lease, no record),
+//     Heartbeat, Complete, Fail and Release with the record's likely
+//     tokens (issued, 1 and idem.MaxToken), and Engine.Do, whose function
+//     must not run;
+//   - when the record decodes (or is absent), it requires every lease any
+//     call is granted to carry a token above both the record's and issued,
+//     Do to run its function at most once and never for a finished record,
+//     and Acquire with another fingerprint to take over nothing. A call
+//     may also refuse with idem.ErrCorruptRecord and grant nothing: a store
+//     whose token counter is behind the record's token fails closed so.
+//
+// It returns the highest token the store issued, issued or one of the
+// leases granted meanwhile (a planted token was never issued, so it does
+// not count), for the next call on the same key. desc names the planted
+// change in failure messages.
+func Planted(t TB, st idem.Store, key string, fp idem.Fingerprint, issued idem.Token, desc string) idem.Token {
+	t.Helper()
+	ctx := context.Background()
+	other := idem.FingerprintString("storetest: another request")
+	if other == fp {
+		other = idem.FingerprintString("storetest: yet another request")
+	}
+	rec, err := st.Get(ctx, key)
+	switch {
+	case errors.Is(err, idem.ErrCorruptRecord):
+		plantedCorrupt(t, ctx, st, key, fp, other, issued, desc)
+		return issued
+	case errors.Is(err, idem.ErrNotFound):
+		rec = nil
+	case err != nil:
+		t.Fatalf("%s: Get: %v", desc, err)
+	}
+	high := issued
+	if rec != nil {
+		if rec.Validate() != nil || rec.Key != key {
+			t.Fatalf("%s: Get returned an invalid record %+v without an error", desc, rec)
+		}
+		high = max(high, rec.Token)
+	}
+	granted := issued
+	check := func(what string, l *idem.Lease) {
+		t.Helper()
+		if l == nil {
+			return
+		}
+		if l.Token <= high {
+			t.Fatalf("%s: %s issued token %d, not above %d (record %+v, issued before %d)", desc, what, l.Token, high, rec, issued)
+		}
+		high, granted = l.Token, l.Token
+	}
+	// Another request never takes over a present record.
+	// A store may refuse a valid record when its token counter is behind
+	// the record's token (a restore): that error wraps ErrCorruptRecord and
+	// grants nothing.
+	behind := func(err error) bool { return errors.Is(err, idem.ErrCorruptRecord) }
+	l, orec, err := st.Acquire(ctx, key, other, long)
+	switch {
+	case behind(err) && l == nil && orec == nil:
+		t.Logf("%s: Acquire refused: %v", desc, err)
+	case err != nil:
+		t.Fatalf("%s: Acquire with another fingerprint of valid record %+v: %v", desc, rec, err)
+	case l != nil && rec != nil && rec.ExpiresAt.After(time.Now().Add(time.Minute)):
+		t.Fatalf("%s: Acquire with another fingerprint took over record %+v: %+v", desc, rec, l)
+	case l == nil && orec == nil:
+		t.Fatalf("%s: Acquire returned neither a lease nor a record", desc)
+	}
+	check("Acquire with another fingerprint", l)
+	if l != nil {
+		// It claimed an absent or expired key: give it back, so that Do
+		// below sees the state it is about.
+		if err := st.Release(ctx, l); err != nil {
+			t.Fatalf("%s: Release: %v", desc, err)
+		}
+	}
+	ran := 0
+	var ranWith idem.Token
+	e := idem.New(st, idem.WithLeaseTTL(long), idem.WithRetention(long), idem.WithHeartbeat(-1))
+	res, err := e.Do(ctx, key, fp, func(ctx context.Context) (idem.Response, error) {
+		ran++
+		if l, ok := idem.LeaseFrom(ctx); ok {
+			ranWith = l.Token
+		}
+		return idem.Response{Status: 201, Body: []byte("planted")}, nil
+	})
+	if ran > 1 {
+		t.Fatalf("%s: Do ran its function %d times", desc, ran)
+	}
+	if ran == 1 {
+		if rec != nil && rec.Status != idem.StatusInProgress && rec.ExpiresAt.After(time.Now().Add(time.Minute)) {
+			t.Fatalf("%s: Do executed over a %s record %+v", desc, rec.Status, rec)
+		}
+		check("Do", &idem.Lease{Token: ranWith})
+	}
+	if err != nil && !errors.Is(err, idem.ErrInProgress) && !errors.Is(err, idem.ErrFingerprintMismatch) && !(behind(err) && ran == 0) {
+		t.Fatalf("%s: Do on valid record %+v: %v (result %+v)", desc, rec, err, res)
+	}
+	return granted
+}
+
+// plantedCorrupt is Planted's check of a record Get calls corrupt.
+func plantedCorrupt(t TB, ctx context.Context, st idem.Store, key string, fp, other idem.Fingerprint, issued idem.Token, desc string) {
+	t.Helper()
+	mustCorrupt := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, idem.ErrCorruptRecord) {
+			t.Fatalf("%s: %s on a corrupt record: %v, want idem.ErrCorruptRecord", desc, what, err)
+		}
+	}
+	for _, f := range []idem.Fingerprint{fp, other} {
+		l, rec, err := st.Acquire(ctx, key, f, long)
+		if l != nil || rec != nil {
+			t.Fatalf("%s: Acquire on a corrupt record returned lease %+v, record %+v, err %v", desc, l, rec, err)
+		}
+		mustCorrupt("Acquire", err)
+	}
+	tokens := []idem.Token{1, idem.MaxToken}
+	if issued != 0 {
+		tokens = append(tokens, issued)
+	}
+	for _, tok := range tokens {
+		l := &idem.Lease{Key: key, Token: tok, Fingerprint: fp}
+		mustCorrupt(fmt.Sprintf("Heartbeat with token %d", tok), st.Heartbeat(ctx, l, long))
+		mustCorrupt(fmt.Sprintf("Complete with token %d", tok), st.Complete(ctx, l, idem.Response{Status: 200}, long))
+		mustCorrupt(fmt.Sprintf("Fail with token %d", tok), st.Fail(ctx, l, idem.Response{Status: 500}, long))
+		mustCorrupt(fmt.Sprintf("Release with token %d", tok), st.Release(ctx, l))
+	}
+	ran := false
+	e := idem.New(st, idem.WithLeaseTTL(long), idem.WithRetention(long), idem.WithHeartbeat(-1))
+	_, err := e.Do(ctx, key, fp, func(context.Context) (idem.Response, error) {
+		ran = true
+		return idem.Response{Status: 201}, nil
+	})
+	if ran {
+		t.Fatalf("%s: Do executed over a corrupt record", desc)
+	}
+	mustCorrupt("Do", err)
+	_, err = st.Get(ctx, key)
+	mustCorrupt("Get after every call", err)
+}
+
+// plantedRecords is the safety case of Config.Plant: PlantRuns records,
+// each created through the store (in progress, completed or failed), then
+// changed at random by Plant, then checked by Planted.
+func plantedRecords(t testing.TB, s *suite, st idem.Store, key string) {
+	if s.cfg.Plant == nil {
+		t.Skip("Config.Plant not set")
+	}
+	runs := s.cfg.PlantRuns
+	if runs <= 0 {
+		runs = DefaultPlantRuns
+	}
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 23))
+	seed := r.Uint64()
+	r = rand.New(rand.NewPCG(seed, 23))
+	t.Logf("storetest: %d planted records, seed %d", runs, seed)
+	for i := range runs {
+		k := fmt.Sprintf("%s.%d", key, i)
+		l := mustAcquire(t, st, k, fp("a"), long)
+		switch r.IntN(3) {
+		case 1:
+			if err := st.Complete(bg(), l, sampleResponse("planted"), long); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+		case 2:
+			if err := st.Fail(bg(), l, idem.Response{Status: 402}, long); err != nil {
+				t.Fatalf("Fail: %v", err)
+			}
+		}
+		desc := s.cfg.Plant(realT(t), st, k, r)
+		Planted(t, st, k, fp("a"), l.Token, fmt.Sprintf("record %d (seed %d): %s", i, seed, desc))
+	}
+}
+
+// DefaultPlantRuns is the number of records the planted-records case
+// changes when Config.PlantRuns is zero.
+const DefaultPlantRuns = 50

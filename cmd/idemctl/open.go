@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/idembench/idembench/backends/pgstore"
 	"github.com/idembench/idembench/backends/redisstore"
@@ -14,7 +15,10 @@ import (
 )
 
 // openStore opens the store of --store and checks that it answers.
+// go-redis's own log lines (a pool that failed to dial, retried) are
+// silenced: the error idemctl prints says it once.
 func openStore(ctx context.Context, g globals) (idem.Store, func(), error) {
+	redis.SetLogger(&logging.VoidLogger{})
 	switch {
 	case strings.HasPrefix(g.store, "redis-cluster://"):
 		opt, err := redis.ParseClusterURL("redis://" + strings.TrimPrefix(g.store, "redis-cluster://"))

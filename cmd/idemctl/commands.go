@@ -13,7 +13,7 @@ import (
 
 // recordJSON is a record as inspect and list print it.
 type recordJSON struct {
-	Key            string     `json:"key"`
+	keyName
 	Status         string     `json:"status"`
 	Token          idem.Token `json:"token"`
 	Fingerprint    string     `json:"fingerprint"`
@@ -24,8 +24,8 @@ type recordJSON struct {
 	ResponseBytes  int        `json:"response_bytes,omitempty"`
 }
 
-func toJSON(r *idem.Record, now time.Time) recordJSON {
-	j := recordJSON{Key: r.Key, Status: r.Status.String(), Token: r.Token, Fingerprint: r.Fingerprint.String()}
+func toJSON(name keyName, r *idem.Record, now time.Time) recordJSON {
+	j := recordJSON{keyName: name, Status: r.Status.String(), Token: r.Token, Fingerprint: r.Fingerprint.String()}
 	if !r.LeaseExpiry.IsZero() {
 		t := r.LeaseExpiry.UTC()
 		j.LeaseExpiry = &t
@@ -43,26 +43,37 @@ func toJSON(r *idem.Record, now time.Time) recordJSON {
 	return j
 }
 
+// nameLines are the first lines of inspect: the key, its scope and the
+// stored key when they differ from the key.
+func nameLines(name keyName) []string {
+	lines := []string{"key:          " + name.Key}
+	if name.Scope != "" {
+		lines = append(lines, "scope:        "+name.Scope)
+	}
+	if name.Stored != name.Key {
+		lines = append(lines, "stored key:   "+name.Stored)
+	}
+	return lines
+}
+
 func inspect(ctx context.Context, e *env, args []string) (int, error) {
 	pos, err := subFlags(flag.NewFlagSet("inspect", flag.ContinueOnError), args)
 	if err != nil || len(pos) != 1 {
-		return exitUsage, errors.New("usage: inspect KEY")
+		return usageError(err, usageInspect)
 	}
-	key, err := e.storageKey(pos[0])
+	name, err := e.storageKey(pos[0])
 	if err != nil {
 		return exitUsage, err
 	}
-	rec, err := e.store.Get(ctx, key)
+	rec, err := e.store.Get(ctx, name.Stored)
 	if err != nil {
 		return storeErr(err)
 	}
 	now := time.Now()
-	lines := []string{
-		"key:          " + rec.Key,
-		"status:       " + rec.Status.String(),
-		"token:        " + strconv.FormatUint(uint64(rec.Token), 10),
-		"fingerprint:  " + rec.Fingerprint.String(),
-	}
+	lines := append(nameLines(name),
+		"status:       "+rec.Status.String(),
+		"token:        "+strconv.FormatUint(uint64(rec.Token), 10),
+		"fingerprint:  "+rec.Fingerprint.String())
 	if rec.Status == idem.StatusInProgress {
 		live := "expired: stuck, a retry or the completer takes it over"
 		if rec.LeaseLive(now) {
@@ -74,41 +85,13 @@ func inspect(ctx context.Context, e *env, args []string) (int, error) {
 		lines = append(lines, fmt.Sprintf("response:     status %d, %d bytes", rec.Response.Status, rec.Response.Size()))
 	}
 	lines = append(lines, "expires at:   "+ago(rec.ExpiresAt, now))
-	e.out.print(toJSON(rec, now), lines...)
-	return exitOK, nil
-}
-
-func list(ctx context.Context, e *env, args []string) (int, error) {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	stuck := fs.Bool("stuck", false, "")
-	older := fs.Duration("older-than", 0, "")
-	limit := fs.Int("limit", idem.DefaultListLimit, "")
-	pos, err := subFlags(fs, args)
-	if err != nil || len(pos) != 0 || !*stuck {
-		return exitUsage, errors.New("usage: list --stuck [--older-than D] [--limit N]")
-	}
-	lister, ok := e.store.(idem.Lister)
-	if !ok {
-		return exitBackend, errors.New("the store cannot list keys")
-	}
-	recs, err := lister.ListStuck(ctx, *older, *limit)
-	if err != nil {
-		return storeErr(err)
-	}
-	now := time.Now()
-	out := make([]recordJSON, 0, len(recs))
-	lines := []string{fmt.Sprintf("%d stuck keys", len(recs))}
-	for _, r := range recs {
-		out = append(out, toJSON(r, now))
-		lines = append(lines, fmt.Sprintf("%s\ttoken %d\tlease expired %s ago", r.Key, r.Token, now.Sub(r.LeaseExpiry).Round(time.Millisecond)))
-	}
-	e.out.print(out, lines...)
+	e.out.print(toJSON(name, rec, now), lines...)
 	return exitOK, nil
 }
 
 // releaseJSON is the result of release.
 type releaseJSON struct {
-	Key      string      `json:"key"`
+	keyName
 	Token    idem.Token  `json:"token"`
 	Released bool        `json:"released"`
 	Reason   string      `json:"reason,omitempty"`
@@ -122,49 +105,50 @@ func release(ctx context.Context, e *env, args []string) (int, error) {
 	force := fs.Bool("force", false, "")
 	pos, err := subFlags(fs, args)
 	if err != nil || len(pos) != 1 || *token == 0 {
-		return exitUsage, errors.New("usage: release KEY --token N [--force]")
+		return usageError(err, usageRelease)
 	}
-	key, err := e.storageKey(pos[0])
+	name, err := e.storageKey(pos[0])
 	if err != nil {
 		return exitUsage, err
 	}
-	res := releaseJSON{Key: key, Token: idem.Token(*token)}
+	res := releaseJSON{keyName: name, Token: idem.Token(*token)}
+	// refuse prints the refusal once, on stdout (in the JSON with --json).
 	refuse := func(reason string, rec *idem.Record) (int, error) {
 		res.Reason = reason
 		if rec != nil {
 			res.Current, res.Status = &rec.Token, rec.Status.String()
 		}
 		e.out.print(res, "refused: "+reason)
-		return exitRefused, errors.New(reason)
+		return exitRefused, nil
 	}
-	rec, err := e.store.Get(ctx, key)
+	rec, err := e.store.Get(ctx, name.Stored)
 	if err != nil {
 		return storeErr(err)
 	}
 	if rec.Token != res.Token || rec.Status != idem.StatusInProgress {
 		return refuse(fmt.Sprintf("the token moved: %s is %s with token %d, not in progress with token %d",
-			key, rec.Status, rec.Token, res.Token), rec)
+			name, rec.Status, rec.Token, res.Token), rec)
 	}
 	if rec.LeaseLive(time.Now()) && !*force {
 		return refuse(fmt.Sprintf("the lease of token %d is live until %s: a holder may be executing; use --force to release it anyway",
 			res.Token, rec.LeaseExpiry.UTC().Format(time.RFC3339Nano)), rec)
 	}
-	err = e.store.Release(ctx, &idem.Lease{Key: key, Token: res.Token, Fingerprint: rec.Fingerprint})
+	err = e.store.Release(ctx, &idem.Lease{Key: name.Stored, Token: res.Token, Fingerprint: rec.Fingerprint})
 	if errors.Is(err, idem.ErrLeaseLost) {
-		cur, _ := e.store.Get(ctx, key)
-		return refuse(fmt.Sprintf("the token moved: %s no longer carries token %d", key, res.Token), cur)
+		cur, _ := e.store.Get(ctx, name.Stored)
+		return refuse(fmt.Sprintf("the token moved: %s no longer carries token %d", name, res.Token), cur)
 	}
 	if err != nil {
 		return storeErr(err)
 	}
 	res.Released = true
-	e.out.print(res, fmt.Sprintf("released %s (token %d); the next request with this key runs as new", key, res.Token))
+	e.out.print(res, fmt.Sprintf("released %s (token %d); the next request with this key runs as new", name, res.Token))
 	return exitOK, nil
 }
 
 func stats(ctx context.Context, e *env, args []string) (int, error) {
 	if pos, err := subFlags(flag.NewFlagSet("stats", flag.ContinueOnError), args); err != nil || len(pos) != 0 {
-		return exitUsage, errors.New("usage: stats")
+		return usageError(err, usageStats)
 	}
 	statter, ok := e.store.(idem.Statter)
 	if !ok {
@@ -190,7 +174,7 @@ func purge(ctx context.Context, e *env, args []string) (int, error) {
 	fs := flag.NewFlagSet("purge", flag.ContinueOnError)
 	expired := fs.Bool("expired", false, "")
 	if pos, err := subFlags(fs, args); err != nil || len(pos) != 0 || !*expired {
-		return exitUsage, errors.New("usage: purge --expired")
+		return usageError(err, usagePurge)
 	}
 	sweeper, ok := e.store.(idem.Sweeper)
 	if !ok {

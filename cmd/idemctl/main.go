@@ -3,13 +3,19 @@
 // token, counts records and purges expired ones, on a Redis (single node or
 // Cluster) or PostgreSQL store.
 //
+// A KEY argument is the key a client sends; it is stored as the engine
+// stores it, idem.StorageKey(KEY, --scope), so without --scope it names
+// the unscoped client's key, never a tenant's record.
+//
 //	idemctl --store redis://127.0.0.1:6379/0 inspect order-42
+//	idemctl --store redis://127.0.0.1:6379/0 --scope acme inspect order-42
 //	idemctl --store 'postgres://postgres@127.0.0.1:5432/test' list --stuck --older-than 5m
 //	idemctl --store redis://127.0.0.1:6379/0 release order-42 --token 9
 //	idemctl --store redis://127.0.0.1:6379/0 --json stats
 //	idemctl --store 'postgres://…' purge --expired
 //
-// Run idemctl -h for the flags and exit codes.
+// Run idemctl -h for the flags and exit codes, idemctl COMMAND --help for
+// one command.
 package main
 
 import (

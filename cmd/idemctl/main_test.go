@@ -26,6 +26,10 @@ type backend struct {
 	name  string
 	store idem.Store
 	flags []string
+	// raw rewrites the stored record of a stored key behind the store's
+	// back: on Redis the Redis command args (the record name is appended
+	// after the command name), on PostgreSQL an SQL SET list.
+	raw func(t *testing.T, stored string, edit ...string)
 }
 
 func redisBackend(t *testing.T) backend {
@@ -48,7 +52,17 @@ func redisBackend(t *testing.T) backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return backend{"redis", s, []string{"--store", url, "--prefix", prefix}}
+	raw := func(t *testing.T, stored string, edit ...string) {
+		t.Helper()
+		args := []any{edit[0], prefix + ":{" + stored + "}"}
+		for _, a := range edit[1:] {
+			args = append(args, a)
+		}
+		if err := client.Do(context.Background(), args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	return backend{"redis", s, []string{"--store", url, "--prefix", prefix}, raw}
 }
 
 func postgresBackend(t *testing.T) backend {
@@ -70,7 +84,14 @@ func postgresBackend(t *testing.T) backend {
 		_, _ = pool.Exec(ctx, fmt.Sprintf("DROP TABLE IF EXISTS %[1]s, %[1]s_fence; DROP SEQUENCE IF EXISTS %[1]s_token_seq", table))
 		pool.Close()
 	})
-	return backend{"postgres", s, []string{"--store", url, "--table", table}}
+	raw := func(t *testing.T, stored string, edit ...string) {
+		t.Helper()
+		tag, err := pool.Exec(ctx, "UPDATE "+table+" SET "+edit[0]+" WHERE key = $1", stored)
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("UPDATE %s SET %s: %v (%d rows)", stored, edit[0], err, tag.RowsAffected())
+		}
+	}
+	return backend{"postgres", s, []string{"--store", url, "--table", table}, raw}
 }
 
 // ctl runs idemctl with the backend's flags and returns exit code, stdout
@@ -123,13 +144,14 @@ func testIdemctl(t *testing.T, b backend) {
 		{"list stuck", []string{"list", "--stuck"}, 0, []string{"1 stuck keys", "stuck\ttoken " + fmt.Sprint(stuck.Token)}, ""},
 		{"list stuck older than an hour", []string{"list", "--stuck", "--older-than", "1h"}, 0, []string{"0 stuck keys"}, ""},
 		{"stats", []string{"stats"}, 0, []string{"in_progress 2 (stuck 1)", "completed   1", "failed      0"}, ""},
-		{"release moved token", []string{"release", "stuck", "--token", fmt.Sprint(stuck.Token + 1000)}, exitRefused, []string{"refused: the token moved"}, "the token moved"},
-		{"release completed key", []string{"release", "done", "--token", fmt.Sprint(done.Token)}, exitRefused, []string{"is completed"}, "token moved"},
-		{"release live lease", []string{"release", "acme:live", "--token", fmt.Sprint(live.Token)}, exitRefused, []string{"is live"}, "--force"},
+		{"release moved token", []string{"release", "stuck", "--token", fmt.Sprint(stuck.Token + 1000)}, exitRefused, []string{"refused: the token moved"}, ""},
+		{"release completed key", []string{"release", "done", "--token", fmt.Sprint(done.Token)}, exitRefused, []string{"is completed"}, ""},
+		{"release live lease", []string{"--scope", "acme", "release", "live", "--token", fmt.Sprint(live.Token)}, exitRefused, []string{"is live", "--force"}, ""},
+		{"release of a tenant's key without --scope", []string{"release", "acme:live", "--token", fmt.Sprint(live.Token)}, exitNotFound, nil, "not found"},
 		{"release stuck", []string{"release", "stuck", "--token", fmt.Sprint(stuck.Token)}, 0, []string{"released stuck"}, ""},
 		{"released key is gone", []string{"inspect", "stuck"}, exitNotFound, nil, "not found"},
 		{"release again refused", []string{"release", "stuck", "--token", fmt.Sprint(stuck.Token)}, exitNotFound, nil, "not found"},
-		{"force release live", []string{"release", "--force", "acme:live", "--token", fmt.Sprint(live.Token)}, 0, []string{"released acme:live"}, ""},
+		{"force release live", []string{"--scope", "acme", "release", "--force", "live", "--token", fmt.Sprint(live.Token)}, 0, []string{"released live (scope acme)"}, ""},
 		{"purge", []string{"purge", "--expired"}, 0, nil, ""},
 		{"usage", []string{"release", "done"}, exitUsage, nil, "usage: release"},
 		{"unknown command", []string{"frob"}, exitUsage, nil, "unknown command"},
@@ -147,6 +169,9 @@ func testIdemctl(t *testing.T, b backend) {
 		}
 		if !strings.Contains(errs, tt.stderr) {
 			t.Errorf("%s: stderr lacks %q: %s", tt.name, tt.stderr, errs)
+		}
+		if code == exitRefused && (errs != "" || strings.Count(out, "refused") != 1) {
+			t.Errorf("%s: a refusal must be printed once, on stdout:\nstdout: %s\nstderr: %s", tt.name, out, errs)
 		}
 	}
 

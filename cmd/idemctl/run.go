@@ -28,17 +28,23 @@ const usageText = `usage: idemctl [global flags] COMMAND [flags] [args]
 Commands:
   inspect KEY                       status, token, lease expiry, fingerprint, response size, expiries
   list --stuck [--older-than D]     in-progress keys whose lease expired (at least D ago)
+                                    (--limit N, at most N keys, default 1000)
   release KEY --token N [--force]   fenced release: refused if the key no longer carries token N;
                                     a live lease needs --force
   stats                             records per status, stuck count, storage used
   purge --expired                   delete expired records now (PostgreSQL; Redis expires its own)
+  COMMAND --help                    the command's usage (no --store needed)
 
 Global flags:
   --store URL     redis://host:port/db, redis-cluster://host:port?addr=host2:port, postgres://...
                   (default $IDEMCTL_STORE)
   --prefix P      Redis key prefix (default idem)
   --table T       PostgreSQL table (default idem_keys); --schema S its schema
-  --scope S       the key's scope (tenant): KEY is stored as idem.StorageKey(KEY, S)
+  --scope S       the scope (tenant) of the key arguments, and of the keys list shows; nested
+                  scopes as outer:inner. KEY is the key a client sends: it is stored as
+                  idem.StorageKey(KEY, S), as the engine stores it, so without --scope KEY names
+                  the unscoped client's key (a KEY holding ':' is stored as ":KEY"), never a
+                  tenant's. stats and purge cover the whole store and take no --scope.
   --json          print JSON instead of text
 
 Exit codes: 0 done, 1 release refused, 2 usage, 3 key not found, 5 store error.
@@ -72,10 +78,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usageText)
 		return exitUsage
 	}
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	c, ok := commands[cmd]
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "idemctl: unknown command %q\n%s", cmd, usageText)
+		fmt.Fprintf(stderr, "idemctl: unknown command %q\n%s", name, usageText)
+		return exitUsage
+	}
+	if wantsHelp(rest) {
+		fmt.Fprintf(stdout, "usage: idemctl [global flags] %s\n%s\nRun idemctl -h for the global flags and exit codes.\n", c.usage, c.help)
+		return exitOK
+	}
+	scopes, err := parseScope(g.scope)
+	if err != nil {
+		fmt.Fprintln(stderr, "idemctl:", err)
+		return exitUsage
+	}
+	if g.scope != "" && !c.scoped {
+		fmt.Fprintf(stderr, "idemctl: %s covers the whole store; --scope does not apply to it\n", name)
 		return exitUsage
 	}
 	if g.store == "" {
@@ -89,38 +108,151 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeStore()
 	out := &output{w: stdout, json: g.json}
-	code, err := c(ctx, &env{g: g, store: store, out: out}, rest)
+	code, err := c.run(ctx, &env{g: g, scopes: scopes, store: store, out: out}, rest)
 	if err != nil {
-		fmt.Fprintf(stderr, "idemctl %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "idemctl %s: %v\n", name, err)
 	}
 	return code
 }
 
+// wantsHelp reports whether a subcommand's arguments ask for its help
+// (-h, -help or --help before any "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// parseScope splits --scope into its scopes, outermost first: "" is none,
+// "svc:acme" is the engine scope svc with the tenant acme inside it.
+func parseScope(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	scopes := strings.Split(s, string(idem.ScopeSeparator))
+	for _, sc := range scopes {
+		if sc == "" {
+			return nil, fmt.Errorf("--scope %q: empty scope", s)
+		}
+	}
+	if _, err := idem.StorageKey("k", scopes...); err != nil {
+		return nil, fmt.Errorf("--scope %q: %w", s, err)
+	}
+	return scopes, nil
+}
+
 // env is what a command works with.
 type env struct {
-	g     globals
-	store idem.Store
-	out   *output
+	g      globals
+	scopes []string // --scope, outermost first
+	store  idem.Store
+	out    *output
 }
 
-// storageKey applies --scope to a key argument.
-func (e *env) storageKey(key string) (string, error) {
-	if e.g.scope == "" {
-		return key, idem.ValidateKey(key)
+// storageKey maps a key argument, a key as a client sends it, to the key
+// the store keeps, as the engine maps it: idem.StorageKey(key, --scope).
+// Without --scope a key that holds ':' is the unscoped client's key
+// (stored ":key"), never a tenant's record.
+func (e *env) storageKey(key string) (keyName, error) {
+	stored, err := idem.StorageKey(key, e.scopes...)
+	if err != nil {
+		return keyName{}, err
 	}
-	return idem.StorageKey(key, e.g.scope)
+	return keyName{Key: key, Scope: strings.Join(e.scopes, string(idem.ScopeSeparator)), Stored: stored}, nil
 }
 
-// command runs one subcommand and returns its exit code and the error to
-// print.
-type command func(ctx context.Context, e *env, args []string) (int, error)
+// scopePrefix is the stored-key prefix of --scope's keys, "" without one.
+func (e *env) scopePrefix() string {
+	if len(e.scopes) == 0 {
+		return ""
+	}
+	return strings.Join(e.scopes, string(idem.ScopeSeparator)) + string(idem.ScopeSeparator)
+}
+
+// keyName is a key as the operator names it (the client's key and its
+// scope) and as the store keeps it.
+type keyName struct {
+	Key    string `json:"key"`
+	Scope  string `json:"scope,omitempty"`
+	Stored string `json:"stored_key"`
+}
+
+// nameOf inverts idem.StorageKey: the scopes and client key of a stored
+// key. Scopes never hold ':', so the stored form reads left to right: a
+// leading ':' starts an escaped key, which runs to the end; otherwise each
+// ':' ends a scope, and the part after the last one is the key.
+func nameOf(stored string) keyName {
+	var scopes []string
+	rest := stored
+	for {
+		if strings.HasPrefix(rest, ":") {
+			rest = rest[1:]
+			break
+		}
+		i := strings.IndexByte(rest, idem.ScopeSeparator)
+		if i < 0 {
+			break
+		}
+		scopes = append(scopes, rest[:i])
+		rest = rest[i+1:]
+	}
+	return keyName{Key: rest, Scope: strings.Join(scopes, string(idem.ScopeSeparator)), Stored: stored}
+}
+
+// String names the key for an operator: the client's key, with its scope
+// when it has one ("live (scope acme)").
+func (k keyName) String() string {
+	if k.Scope == "" {
+		return k.Key
+	}
+	return k.Key + " (scope " + k.Scope + ")"
+}
+
+// column is the key as a list line's first columns: the key, then its
+// scope when it has one.
+func (k keyName) column() string {
+	if k.Scope == "" {
+		return k.Key
+	}
+	return k.Key + "\tscope " + k.Scope
+}
+
+// command is one subcommand.
+type command struct {
+	run    func(ctx context.Context, e *env, args []string) (int, error)
+	usage  string // the arguments, after the command name
+	help   string // what it does, indented lines
+	scoped bool   // takes --scope
+}
+
+// The usage lines of the subcommands (after "idemctl [global flags]").
+const (
+	usageInspect = "inspect KEY"
+	usageList    = "list --stuck [--older-than D] [--limit N]"
+	usageRelease = "release KEY --token N [--force]"
+	usageStats   = "stats"
+	usagePurge   = "purge --expired"
+)
 
 var commands = map[string]command{
-	"inspect": inspect,
-	"list":    list,
-	"release": release,
-	"stats":   stats,
-	"purge":   purge,
+	"inspect": {inspect, usageInspect,
+		"  Prints the record of KEY.", true},
+	"list": {list, usageList,
+		"  Lists in-progress keys whose lease expired at least D ago (D ≥ 0), at most N\n" +
+			"  of them (N ≥ 1, default 1000). With --scope, only that scope's keys.", true},
+	"release": {release, usageRelease,
+		"  Releases KEY if it is in progress with token N and its lease expired (a live\n" +
+			"  lease needs --force); refused (exit 1) otherwise.", true},
+	"stats": {stats, usageStats,
+		"  Counts the records per status, the stuck ones, and the storage used.", false},
+	"purge": {purge, usagePurge,
+		"  Deletes expired records now (PostgreSQL; Redis expires its own).", false},
 }
 
 // output prints text or JSON.
@@ -149,6 +281,15 @@ func storeErr(err error) (int, error) {
 		return exitUsage, err
 	}
 	return exitBackend, err
+}
+
+// usageError is a subcommand's usage error: the flag parser's complaint,
+// if any, and the usage line.
+func usageError(err error, usage string) (int, error) {
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return exitUsage, fmt.Errorf("%v\nusage: %s", err, usage)
+	}
+	return exitUsage, errors.New("usage: " + usage)
 }
 
 // subFlags parses a subcommand's flags, which may come before or after its

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/idembench/idembench/idem"
+)
+
+func list(ctx context.Context, e *env, args []string) (int, error) {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	stuck := fs.Bool("stuck", false, "")
+	older := fs.Duration("older-than", 0, "")
+	limit := fs.Int("limit", idem.DefaultListLimit, "")
+	pos, err := subFlags(fs, args)
+	switch {
+	case err != nil || len(pos) != 0:
+		return usageError(err, usageList)
+	case !*stuck:
+		return usageError(nil, usageList)
+	case *older < 0:
+		return usageError(fmt.Errorf("--older-than %v is negative", *older), usageList)
+	case *limit < 1:
+		return usageError(fmt.Errorf("--limit %d: want at least 1", *limit), usageList)
+	}
+	recs, err := listStuck(ctx, e, *older, *limit)
+	if err != nil {
+		return storeErr(err)
+	}
+	now := time.Now()
+	out := make([]recordJSON, 0, len(recs))
+	lines := []string{fmt.Sprintf("%d stuck keys", len(recs))}
+	for _, r := range recs {
+		name := nameOf(r.Key)
+		out = append(out, toJSON(name, r, now))
+		lines = append(lines, fmt.Sprintf("%s\ttoken %d\tlease expired %s ago", name.column(), r.Token, now.Sub(r.LeaseExpiry).Round(time.Millisecond)))
+	}
+	e.out.print(out, lines...)
+	return exitOK, nil
+}
+
+// listStuck lists the stuck keys, of --scope only when it is set.
+func listStuck(ctx context.Context, e *env, older time.Duration, limit int) ([]*idem.Record, error) {
+	if prefix := e.scopePrefix(); prefix != "" {
+		pl, ok := e.store.(idem.PrefixLister)
+		if !ok {
+			return nil, errors.New("the store cannot list the keys of one scope")
+		}
+		return pl.ListStuckPrefix(ctx, prefix, older, limit)
+	}
+	lister, ok := e.store.(idem.Lister)
+	if !ok {
+		return nil, errors.New("the store cannot list keys")
+	}
+	return lister.ListStuck(ctx, older, limit)
+}

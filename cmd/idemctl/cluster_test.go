@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -16,8 +17,8 @@ import (
 	"github.com/idembench/idembench/internal/testenv"
 )
 
-// TestIdemctlCluster runs list, stats, inspect and release through a
-// redis-cluster:// URL against a private three-primary Redis Cluster, with
+// TestIdemctlCluster runs list (--stuck and --corrupt), stats, inspect,
+// release and purge-corrupt through a redis-cluster:// URL against a private three-primary Redis Cluster, with
 // keys spread over every primary.
 func TestIdemctlCluster(t *testing.T) {
 	addrs := startCluster(t)
@@ -64,6 +65,25 @@ func TestIdemctlCluster(t *testing.T) {
 	}
 	if code, _, _ = b.ctl(t, "inspect", "stuck-3"); code != exitNotFound {
 		t.Fatalf("inspect after release: exit %d", code)
+	}
+
+	// Corrupt records on every primary: list --corrupt finds them all,
+	// purge-corrupt deletes one with its digest.
+	for i := range n {
+		if err := client.Set(ctx, fmt.Sprintf("ctl:{junk-%d}", i), "garbage", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs = b.ctl(t, "--json", "list", "--corrupt")
+	var recs []corruptJSON
+	if err := json.Unmarshal([]byte(out), &recs); code != 0 || err != nil || len(recs) != n {
+		t.Fatalf("list --corrupt: exit %d, %v, %d records\nstdout: %s\nstderr: %s", code, err, len(recs), out, errs)
+	}
+	if code, out, errs = b.ctl(t, "purge-corrupt", recs[0].Key, "--confirm", recs[0].Digest); code != 0 {
+		t.Fatalf("purge-corrupt: %d %s %s", code, out, errs)
+	}
+	if code, out, _ = b.ctl(t, "stats"); code != 0 || !strings.Contains(out, fmt.Sprintf("corrupt     %d", n-1)) {
+		t.Fatalf("stats after purge-corrupt: %d %s", code, out)
 	}
 }
 

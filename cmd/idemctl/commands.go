@@ -66,6 +66,13 @@ func inspect(ctx context.Context, e *env, args []string) (int, error) {
 		return exitUsage, err
 	}
 	rec, err := e.store.Get(ctx, name.Stored)
+	for attempt := 1; errors.Is(err, idem.ErrCorruptRecord); attempt++ {
+		code, showErr := showCorrupt(ctx, e, name, err)
+		if !errors.Is(showErr, errChangedMeanwhile) || attempt == 3 {
+			return code, showErr
+		}
+		rec, err = e.store.Get(ctx, name.Stored)
+	}
 	if err != nil {
 		return storeErr(err)
 	}

@@ -13,18 +13,23 @@ import (
 func list(ctx context.Context, e *env, args []string) (int, error) {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
 	stuck := fs.Bool("stuck", false, "")
+	corrupt := fs.Bool("corrupt", false, "")
 	older := fs.Duration("older-than", 0, "")
 	limit := fs.Int("limit", idem.DefaultListLimit, "")
 	pos, err := subFlags(fs, args)
 	switch {
 	case err != nil || len(pos) != 0:
 		return usageError(err, usageList)
-	case !*stuck:
-		return usageError(nil, usageList)
+	case *stuck == *corrupt:
+		return usageError(errors.New("give one of --stuck and --corrupt"), usageList)
 	case *older < 0:
 		return usageError(fmt.Errorf("--older-than %v is negative", *older), usageList)
 	case *limit < 1:
 		return usageError(fmt.Errorf("--limit %d: want at least 1", *limit), usageList)
+	case *corrupt && *older != 0:
+		return usageError(errors.New("--older-than applies to --stuck only"), usageList)
+	case *corrupt:
+		return listCorrupt(ctx, e, *limit)
 	}
 	recs, err := listStuck(ctx, e, *older, *limit)
 	if err != nil {
@@ -56,4 +61,24 @@ func listStuck(ctx context.Context, e *env, older time.Duration, limit int) ([]*
 		return nil, errors.New("the store cannot list keys")
 	}
 	return lister.ListStuck(ctx, older, limit)
+}
+
+func listCorrupt(ctx context.Context, e *env, limit int) (int, error) {
+	cl, ok := e.store.(idem.CorruptLister)
+	if !ok {
+		return exitBackend, errors.New("the store cannot list corrupt records")
+	}
+	recs, err := cl.ListCorrupt(ctx, e.scopePrefix(), limit)
+	if err != nil {
+		return storeErr(err)
+	}
+	out := make([]corruptJSON, 0, len(recs))
+	lines := []string{fmt.Sprintf("%d corrupt records", len(recs))}
+	for _, r := range recs {
+		name := nameOf(r.Key)
+		out = append(out, toCorruptJSON(name, r))
+		lines = append(lines, fmt.Sprintf("%s\tdigest %s\t%s", name.column(), r.Digest, r.Reason))
+	}
+	e.out.print(out, lines...)
+	return exitOK, nil
 }

@@ -1,7 +1,8 @@
 // Command idemctl is the operator tool of the idempotency engine: it
 // inspects keys, lists stuck ones, force-releases a key under its fencing
-// token, counts records and purges expired ones, on a Redis (single node or
-// Cluster) or PostgreSQL store.
+// token, counts records, purges expired ones, and finds and deletes
+// corrupt records (fenced by the digest of their content), on a Redis
+// (single node or Cluster) or PostgreSQL store.
 //
 // A KEY argument is the key a client sends; it is stored as the engine
 // stores it, idem.StorageKey(KEY, --scope), so without --scope it names
@@ -13,6 +14,8 @@
 //	idemctl --store redis://127.0.0.1:6379/0 release order-42 --token 9
 //	idemctl --store redis://127.0.0.1:6379/0 --json stats
 //	idemctl --store 'postgres://…' purge --expired
+//	idemctl --store 'postgres://…' list --corrupt
+//	idemctl --store 'postgres://…' purge-corrupt order-42 --confirm 3f…
 //
 // Run idemctl -h for the flags and exit codes, idemctl COMMAND --help for
 // one command.

@@ -16,22 +16,30 @@ import (
 
 // Exit codes.
 const (
-	exitOK       = 0 // done
-	exitRefused  = 1 // release refused: the token moved or the lease is live
-	exitUsage    = 2 // bad flags or arguments
-	exitNotFound = 3 // no record for the key
-	exitBackend  = 5 // the store failed or lacks the capability
+	exitOK         = 0 // done
+	exitRefused    = 1 // fenced refusal: the token moved, the lease is live, or the record changed
+	exitUsage      = 2 // bad flags or arguments
+	exitNotFound   = 3 // no record for the key
+	exitCorrupt    = 4 // the key's record does not decode (inspect shows its raw fields)
+	exitBackend    = 5 // the store failed or lacks the capability
+	exitNotCorrupt = 6 // purge-corrupt refused: the record decodes, it is not corrupt
 )
 
 const usageText = `usage: idemctl [global flags] COMMAND [flags] [args]
 
 Commands:
-  inspect KEY                       status, token, lease expiry, fingerprint, response size, expiries
+  inspect KEY                       status, token, lease expiry, fingerprint, response size, expiries;
+                                    a corrupt record: its raw stored fields, why it does not decode,
+                                    and its digest (exit 4)
   list --stuck [--older-than D]     in-progress keys whose lease expired (at least D ago)
-                                    (--limit N, at most N keys, default 1000)
+  list --corrupt                    keys whose records do not decode, with the reason and digest
+                                    (both: --limit N, at most N keys, default 1000)
   release KEY --token N [--force]   fenced release: refused if the key no longer carries token N;
                                     a live lease needs --force
-  stats                             records per status, stuck count, storage used
+  purge-corrupt KEY --confirm D     delete KEY's record only if it still does not decode and its
+                                    content still has digest D (printed by inspect, list --corrupt);
+                                    a record that decodes is never deleted
+  stats                             records per status, stuck count, corrupt count, storage used
   purge --expired                   delete expired records now (PostgreSQL; Redis expires its own)
   COMMAND --help                    the command's usage (no --store needed)
 
@@ -47,7 +55,9 @@ Global flags:
                   tenant's. stats and purge cover the whole store and take no --scope.
   --json          print JSON instead of text
 
-Exit codes: 0 done, 1 release refused, 2 usage, 3 key not found, 5 store error.
+Exit codes: 0 done, 1 refused (release: the token moved or the lease is live; purge-corrupt:
+the record changed since its digest was printed), 2 usage, 3 key not found, 4 record corrupt,
+5 store error, 6 purge-corrupt refused: the record decodes.
 `
 
 // globals are the flags before the command.
@@ -233,24 +243,31 @@ type command struct {
 
 // The usage lines of the subcommands (after "idemctl [global flags]").
 const (
-	usageInspect = "inspect KEY"
-	usageList    = "list --stuck [--older-than D] [--limit N]"
-	usageRelease = "release KEY --token N [--force]"
-	usageStats   = "stats"
-	usagePurge   = "purge --expired"
+	usageInspect      = "inspect KEY"
+	usageList         = "list (--stuck [--older-than D] | --corrupt) [--limit N]"
+	usageRelease      = "release KEY --token N [--force]"
+	usagePurgeCorrupt = "purge-corrupt KEY --confirm DIGEST"
+	usageStats        = "stats"
+	usagePurge        = "purge --expired"
 )
 
 var commands = map[string]command{
 	"inspect": {inspect, usageInspect,
-		"  Prints the record of KEY.", true},
+		"  Prints the record of KEY. A record that does not decode exits 4 and shows\n" +
+			"  its raw stored fields, why it does not decode and its digest.", true},
 	"list": {list, usageList,
-		"  Lists in-progress keys whose lease expired at least D ago (D ≥ 0), at most N\n" +
-			"  of them (N ≥ 1, default 1000). With --scope, only that scope's keys.", true},
+		"  --stuck lists in-progress keys whose lease expired at least D ago (D ≥ 0);\n" +
+			"  --corrupt lists keys whose records do not decode, with the reason and digest.\n" +
+			"  At most N keys (N ≥ 1, default 1000). With --scope, only that scope's keys.", true},
 	"release": {release, usageRelease,
 		"  Releases KEY if it is in progress with token N and its lease expired (a live\n" +
 			"  lease needs --force); refused (exit 1) otherwise.", true},
+	"purge-corrupt": {purgeCorrupt, usagePurgeCorrupt,
+		"  Deletes KEY's record only if it still does not decode and its content still\n" +
+			"  has DIGEST (printed by inspect and list --corrupt). Exit 1 if the record\n" +
+			"  changed since, 6 if it decodes (never deleted), 3 if it is gone.", true},
 	"stats": {stats, usageStats,
-		"  Counts the records per status, the stuck ones, and the storage used.", false},
+		"  Counts the records per status, the stuck and the corrupt ones, and the storage used.", false},
 	"purge": {purge, usagePurge,
 		"  Deletes expired records now (PostgreSQL; Redis expires its own).", false},
 }
@@ -279,6 +296,12 @@ func storeErr(err error) (int, error) {
 		return exitNotFound, err
 	case errors.Is(err, idem.ErrInvalidKey):
 		return exitUsage, err
+	case errors.Is(err, idem.ErrCorruptRecord):
+		return exitCorrupt, fmt.Errorf("%w (idemctl inspect shows its raw fields)", err)
+	case errors.Is(err, idem.ErrNotCorrupt):
+		return exitNotCorrupt, err
+	case errors.Is(err, idem.ErrRecordChanged):
+		return exitRefused, err
 	}
 	return exitBackend, err
 }

@@ -128,6 +128,30 @@
 // decode (status, fingerprint length, token, response encoding, record
 // invariants) wraps idem.ErrCorruptRecord and is never treated as absent.
 //
+// Fail closed on every stored byte: a present row that does not decode
+// exactly as row.record would decode it is never claimed, never replayed
+// and never overwritten; the call fails closed with idem.ErrCorruptRecord
+// naming the key and the column. The statements enforce this themselves:
+// the claim predicate (claimableSQL) and the fenced writes (fencedWhere)
+// require what row.record requires of an in-progress row (no response, a
+// finite lease, a finite expiry, a 32-byte fingerprint, a positive token
+// above a non-negative previous token), and a fenced write that matched
+// nothing reads the row again to report ErrCorruptRecord instead of
+// idem.ErrLeaseLost when it does not decode. A released row, or one past
+// its expires_at, is absent whatever it holds and may be overwritten.
+// TestPlantedRecords holds the store to this rule with random mutations of
+// every column (pgregory.net/rapid).
+//
+// A claim never issues a token at or below the token of the row it
+// overwrites, whatever the sequence says: the token it draws must be above
+// the row's, or Acquire fails closed with ErrCounterBehind (the sequence
+// was reset, or restored from an older copy than the table) and names the
+// sequence; see ErrCounterBehind for the one statement that repairs it.
+// An operator finds corrupt rows with "idemctl list --corrupt", sees their
+// raw columns with "idemctl inspect", and removes one with "idemctl
+// purge-corrupt", which deletes the row only if it is still what was
+// inspected.
+//
 // Limits: keys follow idem.ValidateKey (1 to 255 printable ASCII bytes);
 // responses are stored as they come, up to PostgreSQL's 1 GB bytea limit
 // (the engine's size cap applies before); lease TTLs must be positive and

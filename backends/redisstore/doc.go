@@ -70,15 +70,20 @@
 // script is valid in Cluster mode. There are at most 16384 counters; they
 // have no TTL, so a token is never issued twice: it strictly increases
 // across Release, take-over and record expiry. As a further guard a
-// take-over never issues a token below the one it replaces, even if the
-// counter was lost.
+// take-over never issues a token at or below the one it replaces, even if
+// the counter was lost: the script moves the counter past it in the same
+// step and Options.OnCounterBehind reports that it had to.
 //
 // The assumption behind this: the counters are never deleted. That holds
 // while nobody runs FLUSHDB/FLUSHALL or DEL on P:fence:*, the server does not
 // evict keys (maxmemory-policy noeviction, see below), and data survives
 // restarts (AOF or RDB persistence; a Redis without persistence loses
-// records and counters on restart, and tokens start over). Tokens are exact
-// up to 2^53 (Lua numbers are doubles): 2^39 acquisitions per slot.
+// records and counters on restart, and tokens start over). Tokens are
+// decimal integers in [1, 2^63-1] (idem.MaxToken). Lua numbers are
+// doubles, exact only below 2^53, so the scripts keep tokens as strings
+// and compare and divide them digit group by digit group; the counter may
+// reach 2^49-1, and a counter that would pass it (or that is not a
+// positive integer) issues nothing: Acquire fails with ErrFenceCounter.
 //
 // # Required server configuration
 //
@@ -122,8 +127,32 @@
 // already done before the call returns ctx.Err(). A key holding anything
 // other than a valid record (wrong type, missing or garbage fields, a
 // response that does not decode) returns an error wrapping
-// idem.ErrCorruptRecord; it is never read as absent, never overwritten by
-// Acquire, and never causes a panic.
+// idem.ErrCorruptRecord naming the key and field; it is never read as
+// absent and never causes a panic.
+//
+// # Fail closed on every stored byte
+//
+// A record that does not decode exactly as the Go decoder (decodeRecord)
+// would decode it is never taken over, never replayed and never
+// overwritten; the call fails closed with idem.ErrCorruptRecord. The rule
+// is enforced in the scripts themselves, which judge a record by the same
+// rules before they write (luaRecord): status one of the three states;
+// fp 64 lowercase hex digits; token, lease_ms and a non-zero prev_token in
+// the canonical decimal form (digits only, no sign, no leading zero, in
+// [1, 2^63-1]; "0x10", "5.5", "1e3", "inf", "+5" and " 5" are corrupt
+// although Lua's tonumber reads them); prev_token below token; an
+// in-progress record has a lease and no response; a finished record has a
+// response. Only the response's encoding is beyond the scripts: a fenced
+// write never changes a finished record anyway, and when one is refused
+// the store reads the key again and reports ErrCorruptRecord rather than
+// idem.ErrLeaseLost if the record does not decode. Unknown fields are
+// ignored by both. TestPlantedRecords holds the store to this rule with
+// random mutations of every field (pgregory.net/rapid).
+//
+// An operator finds corrupt keys with "idemctl list --corrupt", sees their
+// raw fields with "idemctl inspect", and removes one with "idemctl
+// purge-corrupt", which deletes the key only if it is still byte for byte
+// what was inspected.
 //
 // # Guarantees
 //

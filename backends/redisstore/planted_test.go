@@ -137,7 +137,8 @@ func newSlotPool(seed string, n int) slotPool {
 // (-rapid.checks, 100 by default); pgregory.net/rapid shrinks a failing
 // case to the fewest, simplest field changes.
 func plantedProperty(t *testing.T, s *Store) {
-	ctx := ctxT(t)
+	// The run count is the caller's (-rapid.checks): no deadline of ctxT.
+	ctx := context.Background()
 	run := 0
 	pool := newSlotPool(fmt.Sprintf("planted%d", run), 16)
 	var slotMax idem.Token

@@ -32,6 +32,22 @@
 // with 400 invalid_key; ParseKey states the exact rules. The key then
 // follows idem.ValidateKey.
 //
+// # Key length and scopes
+//
+// The store keeps a key under idem.StorageKey(key, engine scope, request
+// scope), and that stored key counts against idem.MaxKeyLen (255 bytes).
+// So the longest key a client may send is MaxKeyLen less len(scope)+1 for
+// each scope that is set (the engine's idem.WithScope, the request's
+// Options.Scope), less 1 more when the key contains ':' (StorageKey
+// escapes such a key with one byte): 255 bytes without scopes (254 with
+// ':'), 235 under a 19-byte tenant id (234 with ':'). A longer key gets
+// 400 invalid_key whose detail states the limit that applies to this
+// request, `key too long: 236 bytes, at most 235`. No answer to a client
+// ever names a scope or the stored key. A scope the key cannot be stored
+// under (it holds ':', or leaves no room for a key) is the server's
+// fault: the client gets 400 invalid_key ("the key cannot be stored in
+// this request's namespace") and Options.OnError gets the error.
+//
 // # Status codes
 //
 // Error responses of the middleware itself are small JSON problem documents
@@ -45,7 +61,8 @@
 //
 //	status  reason                when
 //	400     missing_key           guarded method, no key header, Optional not set
-//	400     invalid_key           empty, too long (idem.MaxKeyLen), not printable ASCII,
+//	400     invalid_key           empty, too long (idem.MaxKeyLen less the scopes, see
+//	                              "Key length and scopes"), not printable ASCII,
 //	                              not one RFC 8941 string (a list, parameters),
 //	                              or the header repeated
 //	400     unreadable_body       reading the request body failed

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/idembench/idembench/idem"
 )
 
 // ErrKeySyntax is wrapped by ParseKey's errors: the header value is not a
@@ -81,4 +83,22 @@ func what(rest string) string {
 		return "an inner list"
 	}
 	return fmt.Sprintf("%q", t[:1])
+}
+
+// keyLimit returns the most bytes key may hold when it is stored under
+// scopes (idem.StorageKey, whose result counts against idem.MaxKeyLen):
+// MaxKeyLen less len(scope)+1 for each non-empty scope, less 1 more when
+// key contains idem.ScopeSeparator (StorageKey escapes such a key with one
+// byte).
+func keyLimit(key string, scopes ...string) int {
+	n := idem.MaxKeyLen
+	for _, s := range scopes {
+		if s != "" {
+			n -= len(s) + 1
+		}
+	}
+	if strings.IndexByte(key, idem.ScopeSeparator) >= 0 {
+		n--
+	}
+	return n
 }

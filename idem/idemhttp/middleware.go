@@ -42,10 +42,12 @@ type Options struct {
 	// account id) in which its key lives (idem.Engine.DoScoped), so that
 	// clients cannot see each other's keys. Requests whose scope is "" live
 	// in the unscoped namespace, which no scoped key can reach and which
-	// reaches no scoped key, whatever the header holds. A scope that makes
-	// the key invalid (it contains idem.ScopeSeparator, or the stored key is
-	// too long) gets 400 invalid_key. It is applied inside the engine's
-	// idem.WithScope.
+	// reaches no scoped key, whatever the header holds. It is applied
+	// inside the engine's idem.WithScope. The scopes shorten the longest
+	// key a client may send (see the package doc); a key above that limit
+	// gets 400 invalid_key naming the limit, never the scope. A scope that
+	// holds idem.ScopeSeparator or leaves no room for a key gets 400
+	// invalid_key without details, and the error goes to OnError.
 	Scope func(r *http.Request) string
 	// Fingerprint identifies the request. Nil means NewFingerprinter with
 	// zero FingerprintOptions (method, path, query, media type and body,
@@ -79,10 +81,12 @@ type Options struct {
 	// percent-encoded.
 	DocsURL string
 	// OnError, when set, is told about errors the client does not see in
-	// full: store failures (answered with 503), and failures to record the
+	// full: store failures (answered with 503), failures to record the
 	// outcome of a handler that ran (the client got the handler's
-	// response). It is not called for refusals (400, 409, 413, 422) or when
-	// the client went away. It must be safe for concurrent use.
+	// response), a scope under which no key can be stored (Scope), and a
+	// stored key the store refused as invalid (both answered with 400). It
+	// is not called for other refusals (400, 409, 413, 422) or when the
+	// client went away. It must be safe for concurrent use.
 	OnError func(r *http.Request, err error)
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/idembench/idembench/idem"
 )
@@ -39,8 +40,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := h.scope(r)
-	if _, err := idem.StorageKey(key, h.engine.Scope(), scope); err != nil {
-		h.writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, err.Error(), 0)
+	if detail, err := h.checkKey(key, scope); detail != "" {
+		if err != nil {
+			h.onError(r, err)
+		}
+		h.writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, detail, 0)
 		return
 	}
 	body, err := h.readBody(w, r)
@@ -76,6 +80,35 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.respond(w, r, res, err)
+}
+
+// checkKey checks the client's key as the engine will store it, under the
+// engine's scope and the request's, and returns the problem detail for the
+// client, "" when the key can be stored. The detail never names a scope or
+// the stored key: a key too long says the limit that applies to this
+// request (keyLimit). err is set when the cause is on the server's side (a
+// scope that holds idem.ScopeSeparator or leaves no room for a key), for
+// Options.OnError.
+func (h *handler) checkKey(key, scope string) (detail string, err error) {
+	scopes := []string{h.engine.Scope(), scope}
+	if _, err := idem.StorageKey("k", scopes...); err != nil {
+		return "the key cannot be stored in this request's namespace",
+			fmt.Errorf("idemhttp: the request's scope cannot hold keys: %w", err)
+	}
+	if limit := keyLimit(key, scopes...); len(key) > limit {
+		if strings.IndexByte(key, idem.ScopeSeparator) >= 0 {
+			return fmt.Sprintf("key too long: %d bytes, at most %d (a key that contains %q has one byte less)",
+				len(key), limit, idem.ScopeSeparator), nil
+		}
+		return fmt.Sprintf("key too long: %d bytes, at most %d", len(key), limit), nil
+	}
+	if err := idem.ValidateKey(key); err != nil {
+		return err.Error(), nil // empty or not printable ASCII: about the key alone
+	}
+	if _, err := idem.StorageKey(key, scopes...); err != nil {
+		return "the key cannot be stored", fmt.Errorf("idemhttp: %w", err)
+	}
+	return "", nil
 }
 
 // scope returns the request's scope (Options.Scope), "" without one. The
@@ -160,7 +193,10 @@ func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Resul
 	case err == nil:
 		h.replay(w, res.Response)
 	case errors.Is(err, idem.ErrInvalidKey):
-		h.writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, err.Error(), 0)
+		// checkKey passed, so the store refused the stored key: its error
+		// names it, and maybe a scope; only OnError sees it.
+		h.onError(r, err)
+		h.writeProblem(w, http.StatusBadRequest, ReasonInvalidKey, "the key cannot be stored", 0)
 	case errors.Is(err, idem.ErrFingerprintMismatch):
 		h.writeProblem(w, http.StatusUnprocessableEntity, ReasonFingerprintMismatch,
 			"this key was already used by a different request (method, path, query or body differ)", 0)

@@ -14,6 +14,10 @@ var (
 	_ idem.Statter      = (*Store)(nil)
 )
 
+// The memory store does not implement idem.CorruptLister or
+// idem.CorruptPurger: it holds only records it built itself, which always
+// decode, so Stats counts Corrupt only as a safeguard.
+
 // ListStuck implements idem.Lister. It locks one shard at a time.
 func (s *Store) ListStuck(ctx context.Context, olderThan time.Duration, limit int) ([]*idem.Record, error) {
 	return s.ListStuckPrefix(ctx, "", olderThan, limit)

@@ -156,8 +156,22 @@ func UnaryServerInterceptor(e *idem.Engine, opts Options) grpc.UnaryServerInterc
 			// recording it failed (its side effect happened).
 			return out, handlerErr
 		}
+		if errors.Is(err, idem.ErrInvalidKey) {
+			return nil, invalidKey(key)
+		}
 		return answer(ctx, res, err, opts.RetryAfter)
 	}
+}
+
+// invalidKey is the status of a key the engine refused. The engine's
+// error may name the caller's scope and the stored key, which a client must
+// never see: the status says what is wrong with the key as the client sent
+// it, or only that it is too long once the server's namespace is added.
+func invalidKey(key string) error {
+	if err := idem.ValidateKey(key); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	return status.Error(codes.InvalidArgument, "idempotency key too long for this caller's namespace; use a shorter key")
 }
 
 // outcome turns the handler's answer into the engine function's result.
@@ -188,8 +202,6 @@ func answer(ctx context.Context, res idem.Result, err error, retryAfter time.Dur
 	case err == nil:
 		_ = grpc.SetHeader(ctx, metadata.Pairs(ReplayedKey, "true"))
 		return replay(res.Response)
-	case errors.Is(err, idem.ErrInvalidKey):
-		return nil, status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, idem.ErrFingerprintMismatch):
 		return nil, status.Error(codes.FailedPrecondition,
 			"idempotency key already used by a different request (method or message differ); use a new key")

@@ -318,3 +318,35 @@ func TestInterceptorOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidKeyHidesTheScope: a key the engine refuses once the caller's
+// scope is added must not reveal the scope or the stored key (before, the
+// status carried `(scoped "internal-acct-98765:kkk…")`), and a key that is
+// invalid by itself is still explained.
+func TestInvalidKeyHidesTheScope(t *testing.T) {
+	const scope = "internal-acct-98765"
+	store := memstore.New(memstore.Options{SweepInterval: -1})
+	t.Cleanup(func() { _ = store.Close() })
+	p := &payments{}
+	conn := serve(t, store, p, idemgrpc.Options{Scope: func(ctx context.Context) string {
+		md, _ := metadata.FromIncomingContext(ctx)
+		return strings.Join(md.Get("tenant"), "")
+	}})
+	_, _, err := callAs(conn, scope, "a", strings.Repeat("k", idem.MaxKeyLen-5))
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("long key under a scope: %v, want InvalidArgument", err)
+	}
+	if msg := status.Convert(err).Message(); strings.Contains(msg, scope) || strings.Contains(msg, "kkkk") {
+		t.Fatalf("status %q reveals the scope or the stored key", msg)
+	}
+	_, _, err = callAs(conn, scope, "a", strings.Repeat("k", idem.MaxKeyLen+1))
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "limit 255") {
+		t.Fatalf("key too long by itself: %v", err)
+	}
+	if strings.Contains(status.Convert(err).Message(), scope) {
+		t.Fatalf("status %q reveals the scope", status.Convert(err).Message())
+	}
+	if p.runs.Load() != 0 {
+		t.Fatalf("%d runs, want none", p.runs.Load())
+	}
+}

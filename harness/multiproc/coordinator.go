@@ -23,8 +23,13 @@ const maxRestarts = 64
 // coordinator starts the workers, injects the process faults and restarts
 // killed workers until the traffic is over.
 type coordinator struct {
-	p       *harness.Prepared
-	n       int
+	p *harness.Prepared
+	n int
+	// shares are the clients of each worker (clientShares); rate is the
+	// run's open-loop rate (0: closed loop), split in proportion.
+	shares  []int
+	clients int
+	rate    float64
 	dir     string
 	opts    Options
 	base    workerSpec
@@ -52,9 +57,9 @@ func newCoordinator(p *harness.Prepared, cfg workload.Config, hdr history.Header
 	sp := p.Spec
 	over := sp.Overrides
 	over.Duration = cfg.Duration
-	over.Clients = max(1, cfg.Clients/n)
-	over.Rate, over.ClosedLoop = cfg.Rate/float64(n), cfg.Rate == 0 // this worker's share
-	co := &coordinator{p: p, n: n, dir: dir, opts: opts, procs: make([]*exec.Cmd, n)}
+	over.ClosedLoop = cfg.Rate == 0 // Clients and Rate: each worker's share (next)
+	co := &coordinator{p: p, n: n, dir: dir, opts: opts, procs: make([]*exec.Cmd, n),
+		shares: clientShares(cfg.Clients, n), clients: cfg.Clients, rate: cfg.Rate}
 	co.base = workerSpec{
 		Engine: sp.Engine.Name, Backend: sp.Backend, URL: p.Env.URL, SinkURL: p.SinkURL,
 		Sink: sp.Sink, Recovery: p.Recovery, Scenario: sp.ScenarioName, Over: over,
@@ -131,6 +136,8 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 	ws := co.base
 	ws.Index = i
 	ws.Header.Process = i + 1
+	ws.Over.Clients = co.shares[i]
+	ws.Over.Rate = co.rate * float64(co.shares[i]) / float64(co.clients)
 	ws.ClientBase = co.nextBase
 	co.nextBase += ws.Over.Clients + 64 // room for the probe's clients
 	ws.Over.Duration = d - time.Since(co.t0)

@@ -81,14 +81,26 @@ type workerSpec struct {
 	ClientTimeout time.Duration `json:"client_timeout,omitempty"`
 }
 
+// MaxWorkers bounds the worker processes of one run: each is a whole
+// process with its own connection pools, and a few dozen already put every
+// key's holder and successor in different processes.
+const MaxWorkers = 64
+
 // Run runs sp with its clients spread over workers processes and returns
-// the checked outcome, as harness.Run does for one process. The backend
-// must be Redis or PostgreSQL (effects must outlive a worker). Errors wrap
-// harness.ErrConfig or harness.ErrEnvironment, or are ctx's.
+// the checked outcome, as harness.Run does for one process. workers must
+// be 1 to MaxWorkers and at most the run's clients: the clients are split
+// among the workers (each runs at least one, and together they run exactly
+// the run's number, so the workload's client limit holds across them), and
+// so is an open-loop rate, in proportion. The backend must be Redis or
+// PostgreSQL (effects must outlive a worker). Errors wrap harness.ErrConfig
+// (checked before any process starts) or harness.ErrEnvironment, or are
+// ctx's.
 func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harness.Outcome, error) {
 	switch {
 	case workers <= 0:
 		return nil, harness.ConfigError("workers: want at least one, got %d", workers)
+	case workers > MaxWorkers:
+		return nil, harness.ConfigError("workers: %d is above the limit of %d", workers, MaxWorkers)
 	case !sp.Backend.Persistent():
 		return nil, harness.ConfigError("worker processes need backend redis or postgres (effects must outlive a worker)")
 	}
@@ -113,6 +125,10 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	cfg.Engine.Recovery = p.Recovery
 	if cfg, err = workload.Check(cfg); err != nil {
 		return nil, harness.ConfigError("%w", err)
+	}
+	if workers > cfg.Clients {
+		return nil, harness.ConfigError("workers: %d worker processes for %d clients: each worker runs at least one client (use at most %d workers, or more clients)",
+			workers, cfg.Clients, cfg.Clients)
 	}
 	dir, err := makeTempDir()
 	if err != nil {
@@ -139,9 +155,23 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 		return nil, err
 	}
 	p.Purge(ctx)
-	o := &harness.Outcome{History: h, Ledger: stats, Duration: cfg.Duration, Clients: co.base.Over.Clients * workers,
+	o := &harness.Outcome{History: h, Ledger: stats, Duration: cfg.Duration, Clients: cfg.Clients,
 		Replay: harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers)}
 	return p.Finish(o)
+}
+
+// clientShares splits clients among n workers (0 < n <= clients): each
+// gets clients/n, and the first clients%n one more, so that the shares add
+// up to clients exactly.
+func clientShares(clients, n int) []int {
+	shares := make([]int, n)
+	for i := range shares {
+		shares[i] = clients / n
+		if i < clients%n {
+			shares[i]++
+		}
+	}
+	return shares
 }
 
 func marshal(ws workerSpec) (string, error) {

@@ -50,12 +50,12 @@ func resolveBackendURL(backend, redisURL, postgresURL string) backendURL {
 }
 
 // withBackendHint adds to an environment error (exit 5) of a server backend
-// what to run to get a server: the URL tried and where it came from, the
+// that could not be reached what to run to get a server: the URL tried and where it came from, the
 // docker compose command and the export lines. Other errors are returned
 // as they are.
 func withBackendHint(err error, backend string, u backendURL) error {
-	if !errors.Is(err, harness.ErrEnvironment) || u.url == "" {
-		return err
+	if !errors.Is(err, harness.ErrEnvironment) || errors.Is(err, harness.ErrBackendDied) || u.url == "" {
+		return err // a server that died during the run was up: the hint would not help
 	}
 	flag, env := "--redis-url", envRedisURL
 	if harness.Backend(backend) == harness.Postgres {

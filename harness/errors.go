@@ -17,6 +17,10 @@ var (
 	// answer: a server that is down, a migration refused, a worker
 	// process that could not start, a fault that could not be injected.
 	ErrEnvironment = errors.New("harness: environment error")
+	// ErrBackendDied reports a backend server that died or froze during a
+	// run by no fault of the run's plan (Prepared.CheckBackend): the run
+	// was not checked. It comes wrapped with ErrEnvironment.
+	ErrBackendDied = errors.New("backend died during the run")
 )
 
 // kindError is an error of one of the kinds above whose message is its

@@ -79,8 +79,12 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 	hdr := p.Header(cfg)
 	cfg.Recorder = history.NewRecorder()
 	stop := p.watch(&cfg, sink)
-	res, err := workload.Run(ctx, cfg)
+	wctx, stopWatch := p.WatchBackend(ctx)
+	res, err := workload.Run(wctx, cfg)
 	stop()
+	if werr := stopWatch(); werr != nil && ctx.Err() == nil {
+		return nil, werr
+	}
 	if err != nil {
 		if errors.Is(err, workload.ErrConfig) {
 			return nil, ConfigError("%w", err)
@@ -88,6 +92,9 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 		if res != nil && ctx.Err() != nil && p.Spec.Out != "" {
 			return nil, SavePartial(p.Spec.Out, res.Recorder.History(hdr), err)
 		}
+		return nil, err
+	}
+	if err := p.CheckBackend(ctx); err != nil {
 		return nil, err
 	}
 	ledger, lookup, err := settle(ctx, sink, res.Ledger, cfg.Keys.Prefix)

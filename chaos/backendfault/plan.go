@@ -32,6 +32,28 @@ type Server interface {
 	Restart(ctx context.Context) error
 }
 
+// HealthChecker is a Server that can tell a death or a freeze nobody
+// planned (*servers.Redis and *servers.Postgres implement it): Health
+// returns nil while the server is as its owner left it, and otherwise an
+// error naming it and what happened.
+type HealthChecker interface {
+	Health() error
+}
+
+// ServerHealth reports whether p's private Server died or froze outside
+// the plan: its Health error, or nil when it is healthy, when p has no
+// Server or when the Server cannot tell (no Health method). A restart of
+// the plan is not such a death.
+func (p *Plan) ServerHealth() error {
+	if p == nil || p.Server == nil {
+		return nil
+	}
+	if h, ok := p.Server.(HealthChecker); ok {
+		return h.Health()
+	}
+	return nil
+}
+
 // Plan is the backend faults of one run. The zero value injects nothing.
 // Offsets count from the start of traffic.
 type Plan struct {

@@ -38,6 +38,7 @@ func (pg *Postgres) Kill() error {
 	if p.exited() {
 		return nil
 	}
+	p.ended.Store(true)
 	p.signalGroup(syscall.SIGKILL)
 	for _, pid := range leftovers(p.pid(), pg.dir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -46,4 +47,29 @@ func (pg *Postgres) Kill() error {
 		return fmt.Errorf("servers: postgres %d did not exit after SIGKILL", p.pid())
 	}
 	return p.waitGone(exitTimeout)
+}
+
+// Health reports whether the server is as this package left it: nil while
+// it runs, while Kill has it down, or after Stop. It returns an error
+// wrapping ErrDown, naming the server, its process and what happened, when
+// the process exited without Kill, Restart or Stop doing it (killed from
+// outside, or crashed) or is stopped with SIGSTOP (Linux only: elsewhere a
+// stopped server reads as running).
+func (r *Redis) Health() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return nil
+	}
+	return r.p.Load().health("redis-server on " + r.Addr())
+}
+
+// Health is Redis.Health for the postmaster.
+func (pg *Postgres) Health() error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.stopped {
+		return nil
+	}
+	return pg.p.Load().health("postgres on " + pg.Addr())
 }

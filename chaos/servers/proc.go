@@ -11,9 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // exitTimeout bounds every wait for a signalled server to exit.
@@ -26,6 +30,9 @@ type proc struct {
 	done chan struct{}
 	err  error // cmd.Wait's result; read only after done is closed
 	log  string
+	// ended is set before this package signals the process to end (kill,
+	// shutdown, Kill): an exit after it is planned, any other is not.
+	ended atomic.Bool
 }
 
 // startProc starts bin with args in dir, its stdout and stderr appended to
@@ -110,6 +117,7 @@ func (p *proc) kill() error {
 	if p.exited() {
 		return nil
 	}
+	p.ended.Store(true)
 	p.signalGroup(syscall.SIGKILL)
 	if !p.waitExit(exitTimeout) {
 		return fmt.Errorf("servers: process %d did not exit after SIGKILL", p.pid())
@@ -124,6 +132,7 @@ func (p *proc) shutdown(sig syscall.Signal) error {
 	if p.exited() {
 		return nil
 	}
+	p.ended.Store(true)
 	p.signal(sig)
 	if !p.waitExit(exitTimeout) {
 		return p.kill()
@@ -162,6 +171,31 @@ func waitLeftovers(pgid int, dir string, d time.Duration) error {
 func inDir(path, dir string) bool {
 	path = strings.TrimSuffix(path, " (deleted)")
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// health returns nil while the process runs, or after it exited because
+// this package ended it; otherwise an error wrapping ErrDown that names the
+// server (name), its process and what happened to it: an exit nobody here
+// asked for (a crash, a SIGKILL from outside) or a stop (SIGSTOP).
+func (p *proc) health(name string) error {
+	if p.exited() {
+		if p.ended.Load() {
+			return nil
+		}
+		how := "exited"
+		var ee *exec.ExitError
+		if errors.As(p.err, &ee) {
+			how = "exited with status " + strconv.Itoa(ee.ExitCode())
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				how = "was killed by " + unix.SignalName(ws.Signal())
+			}
+		}
+		return fmt.Errorf("%w: %s (pid %d) %s, not by this package (killed from outside, or crashed)", ErrDown, name, p.pid(), how)
+	}
+	if processStopped(p.pid()) {
+		return fmt.Errorf("%w: %s (pid %d) is stopped (SIGSTOP): it answers nothing until it gets SIGCONT", ErrDown, name, p.pid())
+	}
+	return nil
 }
 
 // logTail returns the last lines of the server's log for error messages.

@@ -21,6 +21,10 @@ var (
 	// root, which PostgreSQL refuses, and the unprivileged user to run it as
 	// does not exist.
 	ErrNoUser = errors.New("servers: no unprivileged user to run PostgreSQL as")
+	// ErrDown is returned by Health for a server that is down without this
+	// package having brought it down: killed from outside or crashed, or
+	// stopped with SIGSTOP.
+	ErrDown = errors.New("servers: server down")
 )
 
 // stopper is a live server, tracked for StopAll.

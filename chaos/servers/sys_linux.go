@@ -59,6 +59,13 @@ func processAlive(pid int) bool {
 	return ok && st.state != 'Z'
 }
 
+// processStopped reports whether pid is stopped by a signal (SIGSTOP,
+// SIGTSTP) or a tracer: it runs but answers nothing.
+func processStopped(pid int) bool {
+	st, ok := readProcStat(pid)
+	return ok && (st.state == 'T' || st.state == 't')
+}
+
 // processStartTime returns pid's start time, 0 if it does not run.
 func processStartTime(pid int) uint64 {
 	st, ok := readProcStat(pid)

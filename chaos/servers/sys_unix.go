@@ -18,6 +18,10 @@ func killGroup(pgid int, sig syscall.Signal) error { return syscall.Kill(-pgid, 
 // portable way to tell them apart).
 func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
+// processStopped reports false: without /proc a stopped process cannot be
+// told from a running one.
+func processStopped(int) bool { return false }
+
 // processStartTime returns 1 for a live pid and 0 otherwise: without /proc a
 // reused PID cannot be told apart.
 func processStartTime(pid int) uint64 {

@@ -139,8 +139,12 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	hdr.Options["workers"] = strconv.Itoa(workers)
 	co := newCoordinator(p, cfg, hdr, workers, dir, opts)
 	stopWatch := watch(p.Spec.Progress, dir, cfg.Duration)
-	streams, err := co.run(ctx, cfg.Duration)
+	wctx, stopServerWatch := p.WatchBackend(ctx)
+	streams, err := co.run(wctx, cfg.Duration)
 	stopWatch()
+	if werr := stopServerWatch(); werr != nil && ctx.Err() == nil {
+		return nil, werr
+	}
 	if err != nil {
 		if ctx.Err() != nil && p.Spec.Out != "" && len(streams) > 0 {
 			return nil, co.savePartial(p.Spec.Out, streams, hdr, err)
@@ -149,6 +153,9 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	}
 	if err := p.Faults.Err(); err != nil {
 		return nil, harness.EnvironmentError(err)
+	}
+	if err := p.CheckBackend(ctx); err != nil {
+		return nil, err
 	}
 	h, stats, err := co.assemble(ctx, streams, sink, hdr)
 	if err != nil {

@@ -29,7 +29,9 @@ var (
 	ErrNotDrained = errors.New("consume: messages not settled before the timeout")
 )
 
-// Config describes one consumer run. Zero fields take the defaults given.
+// Config describes one consumer run. Zero fields take the defaults given;
+// a negative count or duration, and a value beyond its limit (MaxMessages
+// and the other limits), is refused.
 type Config struct {
 	// Broker is RabbitMQ or NATS.
 	Broker string
@@ -52,22 +54,25 @@ type Config struct {
 	// reference configuration: fenced sink + recovery). It needs
 	// SinkFenced.
 	Recovery bool
-	// Messages is the number of distinct messages published (default 100).
+	// Messages is the number of distinct messages published (default 100,
+	// at most MaxMessages).
 	Messages int
 	// DuplicateRate is the share of messages the publisher publishes a
-	// second time, as a publisher retry would (default 0.2; negative: 0).
+	// second time, as a publisher retry would: at most 1 (default 0.2;
+	// negative: none; NaN is refused).
 	DuplicateRate float64
 	// Poison is the number of messages whose handler always fails
 	// permanently (default 0). They must end in the dead-letter path once
 	// each, with no effect.
 	Poison int
-	// Consumers is the number of concurrent consumers (default 4).
+	// Consumers is the number of concurrent consumers (default 4, at most
+	// MaxConsumers, or MaxProcesses with Processes).
 	Consumers int
 	// Prefetch is how many unacknowledged messages a consumer may hold
 	// (default 2, or 1 in a run with pauses or overlaps: a stopped or
 	// holding RabbitMQ consumer with a free prefetch slot would be handed
 	// the duplicate that should reach another consumer; Batch in a batch
-	// run, and never less).
+	// run, and never less; at most MaxPrefetch).
 	Prefetch int
 	// Batch, above 1, makes every consumer pull up to Batch messages at a
 	// time and claim them together through idem.Engine.ConsumeBatch (the
@@ -82,18 +87,19 @@ type Config struct {
 	// BrokerOnly).
 	Batch int
 	// BatchLinger bounds how long a batch waits to fill (default 20ms, at
-	// most 1s).
+	// most MaxBatchLinger).
 	BatchLinger time.Duration
 	// Latency is how long the business handler works before its effect
-	// (default 2ms).
+	// (default 2ms, at most MaxLatency).
 	Latency time.Duration
-	// LeaseTTL is the engine's lease (default 500ms).
+	// LeaseTTL is the engine's lease (default 500ms, at most MaxLeaseTTL).
 	LeaseTTL time.Duration
-	// AckWait is the NATS consumer's ack wait (default 1s); RabbitMQ
-	// redelivers when a consumer's channel closes, with no timeout.
+	// AckWait is the NATS consumer's ack wait (default 1s, at most
+	// MaxAckWait); RabbitMQ redelivers when a consumer's channel closes,
+	// with no timeout.
 	AckWait time.Duration
 	// RequeueDelay is the adapters' delay for a message whose key another
-	// consumer holds (default 100ms).
+	// consumer holds (default 100ms, at most MaxRequeueDelay).
 	RequeueDelay time.Duration
 	// Processes runs every consumer in a worker process of its own, started
 	// with WorkerCommand, so that faults are real signals: SIGKILL after
@@ -110,7 +116,8 @@ type Config struct {
 	Faults Faults
 	// Seed draws duplicates, poison messages and fault targets.
 	Seed int64
-	// Timeout bounds the run from the first publish (default 60s).
+	// Timeout bounds the run from the first publish (default 60s, at most
+	// MaxTimeout).
 	Timeout time.Duration
 	// Now is the history clock (default history.Now).
 	Now func() int64
@@ -136,12 +143,14 @@ type Faults struct {
 	// SIGCONT.
 	Pause int
 	// PauseFor is the least a pause lasts (default 3 × max(LeaseTTL,
-	// AckWait)).
+	// AckWait), at most MaxPauseFor).
 	PauseFor time.Duration
-	// Restarts is the number of consumer restarts: a consumer closes its
-	// channel or subscription between deliveries (its prefetched messages
-	// go back to the broker) and a new one takes its place. With Processes
-	// a worker gets SIGTERM while the publisher runs and is replaced.
+	// Restarts is the number of consumer restarts, at most MaxRestarts: a
+	// consumer closes its channel or subscription between deliveries (its
+	// prefetched messages go back to the broker) and a new one takes its
+	// place. In-process each consumer restarts once, so Restarts is at
+	// most Consumers. With Processes a worker gets SIGTERM while the
+	// publisher runs and is replaced.
 	Restarts int
 	// Overlap is the number of duplicated messages whose first copy to
 	// reach its handler waits there, after its claim and before its
@@ -158,10 +167,11 @@ type Faults struct {
 	ServerRestart bool
 }
 
-// MaxBatch is the largest Config.Batch.
-const MaxBatch = 500
-
+// withDefaults checks c and sets its defaults.
 func (c *Config) withDefaults() error {
+	if err := c.checkLimits(); err != nil {
+		return err
+	}
 	if c.Broker != RabbitMQ && c.Broker != NATS {
 		return fmt.Errorf("%w: broker %q (want %s or %s)", ErrConfig, c.Broker, RabbitMQ, NATS)
 	}
@@ -190,7 +200,7 @@ func (c *Config) withDefaults() error {
 	if c.DuplicateRate == 0 {
 		c.DuplicateRate = 0.2
 	}
-	c.DuplicateRate = min(max(c.DuplicateRate, 0), 1)
+	c.DuplicateRate = max(c.DuplicateRate, 0)
 	setDefault(&c.Consumers, 4)
 	if c.Batch > 1 {
 		setDefault(&c.Prefetch, c.Batch)
@@ -215,8 +225,9 @@ func (c *Config) withDefaults() error {
 		}
 	}
 	f := c.Faults
-	if c.Poison < 0 || f.CrashBeforeAck < 0 || f.Pause < 0 || f.Overlap < 0 || f.Restarts < 0 {
-		return fmt.Errorf("%w: negative count", ErrConfig)
+	if !c.Processes && f.Restarts > c.Consumers {
+		return fmt.Errorf("%w: %d restarts of %d in-process consumers: each restarts once (worker processes up to %d)",
+			ErrConfig, f.Restarts, c.Consumers, MaxRestarts)
 	}
 	if c.Poison+f.CrashBeforeAck+f.Pause+f.Overlap > c.Messages {
 		return fmt.Errorf("%w: %d poison messages, %d crashes, %d pauses and %d overlaps need as many distinct messages, have %d",
@@ -225,15 +236,10 @@ func (c *Config) withDefaults() error {
 	return nil
 }
 
-// batchDefaults checks Batch and BatchLinger and sets the linger's
-// default.
+// batchDefaults checks that a batch run has the engine and sets the
+// linger's default (checkLimits checked the ranges).
 func (c *Config) batchDefaults() error {
-	switch {
-	case c.Batch < 0 || c.Batch > MaxBatch:
-		return fmt.Errorf("%w: batch %d (want 0 to %d)", ErrConfig, c.Batch, MaxBatch)
-	case c.BatchLinger < 0 || c.BatchLinger > time.Second:
-		return fmt.Errorf("%w: batch linger %s (want 0 to 1s)", ErrConfig, c.BatchLinger)
-	case c.Batch > 1 && c.BrokerOnly:
+	if c.Batch > 1 && c.BrokerOnly {
 		return fmt.Errorf("%w: a batch claim needs the engine (not broker-only)", ErrConfig)
 	}
 	setDefault(&c.BatchLinger, 20*time.Millisecond)

@@ -62,19 +62,24 @@ type conformanceYAML struct {
 type duration = yamldur.Duration
 
 // LoadTarget reads and validates the target file at path (see
-// ParseTarget). A file that cannot be read is an ErrUsage error too: the
-// command line named it.
+// ParseTarget). A file that cannot be read, or is larger than
+// MaxTargetFileSize, is an ErrUsage error too: the command line named it.
 func LoadTarget(path string) (*Target, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, usagef("target: %v", err)
 	}
-	return ParseTarget(bytes.NewReader(b), path)
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxTargetFileSize {
+		return nil, usagef("%s: %d bytes, larger than the limit of %d bytes (1 MiB) of a target file", path, st.Size(), MaxTargetFileSize)
+	}
+	return ParseTarget(f, path)
 }
 
 // ParseTarget reads one target from strict YAML and validates it; source
 // names it in errors. Every error wraps ErrUsage: an unknown field is
-// named with its line, a bad value with its field.
+// named with its line, a bad value with its field, a document larger
+// than MaxTargetFileSize with the limit (ParseTarget reads no further).
 //
 //	name: payments
 //	start:
@@ -91,9 +96,12 @@ func LoadTarget(path string) (*Target, error) {
 //	conformance:
 //	  isolation_path: /transfers
 func ParseTarget(r io.Reader, source string) (*Target, error) {
-	b, err := io.ReadAll(r)
+	b, err := io.ReadAll(io.LimitReader(r, MaxTargetFileSize+1))
 	if err != nil {
 		return nil, usagef("%s: %v", source, err)
+	}
+	if len(b) > MaxTargetFileSize {
+		return nil, usagef("%s: larger than the limit of %d bytes (1 MiB) of a target file", source, MaxTargetFileSize)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)

@@ -16,7 +16,8 @@ import (
 // happen at most once. ParseTarget reads it from strict YAML; Validate
 // fills in defaults.
 type Target struct {
-	// Name names the service in reports; required.
+	// Name names the service in reports; required, at most MaxNameLen
+	// bytes, no control bytes.
 	Name string
 	// BaseURL is the service's root, "http://127.0.0.1:8089". It must be on
 	// loopback when faults are injected (the fault proxy only forwards
@@ -41,9 +42,11 @@ type Target struct {
 // harness picked), {{.Port}} and {{.DownstreamURL}} (the mock downstream's
 // root URL, empty unless Oracle.Kind is "downstream").
 type Start struct {
-	// Command is the argv; required. Command[0] is looked up in PATH.
+	// Command is the argv; required, at most MaxEntries arguments, none
+	// with a NUL byte. Command[0] is looked up in PATH.
 	Command []string
-	// Env is added to the harness's own environment.
+	// Env is added to the harness's own environment; at most MaxEntries
+	// variables.
 	Env map[string]string
 	// Dir is the working directory; empty means the harness's.
 	Dir string
@@ -51,26 +54,30 @@ type Start struct {
 	// below 500; empty means any HTTP answer at BaseURL counts.
 	Ready string
 	// ReadyTimeout bounds the wait for readiness at each start; zero means
-	// 30 s.
+	// DefaultReadyTimeout (30 s), at most MaxWait (10 min).
 	ReadyTimeout time.Duration
 }
 
 // Operation is the idempotent request the workload sends. Path, Body and
 // header values are templates with the per-request fields of Fields.
 type Operation struct {
-	// Method is the HTTP method; empty means POST.
+	// Method is the HTTP method, an HTTP token (no space or control
+	// byte); empty means POST.
 	Method string
 	// Path is the request path, "/payments"; required.
 	Path string
-	// Headers are sent with every request (templates).
+	// Headers are sent with every request (templates); at most
+	// MaxEntries, each name an HTTP token, no value with a control byte
+	// other than a tab.
 	Headers map[string]string
 	// Body is the request body template, for example
 	// `{"amount": {{.Amount}}, "ref": "{{.Key}}"}`.
 	Body string
-	// KeyHeader carries the idempotency key; empty means Idempotency-Key.
+	// KeyHeader carries the idempotency key, an HTTP token; empty means
+	// Idempotency-Key.
 	KeyHeader string
-	// Success lists the statuses that mean the operation succeeded; empty
-	// means 200 and 201.
+	// Success lists the statuses that mean the operation succeeded, each
+	// a 2xx, at most MaxEntries; empty means 200 and 201.
 	Success []int
 	// ResourceID reads the id of the created resource from a successful
 	// answer: a JSON pointer into the body ("/id") or "header:NAME"
@@ -81,7 +88,8 @@ type Operation struct {
 	// non-empty value) or "NAME: VALUE". Empty means the service marks no
 	// replay; the first success of a key is then taken as its execution.
 	ReplayHeader string
-	// AmountMin and AmountMax bound {{.Amount}}; zero means 1 and 10000.
+	// AmountMin and AmountMax bound {{.Amount}}; both zero means 1 and
+	// 10000. Each is within ±MaxAmount.
 	AmountMin, AmountMax int64
 
 	pathT, bodyT *tmpl
@@ -118,7 +126,7 @@ type Oracle struct {
 	// empty means Operation.KeyHeader.
 	KeyHeader string
 	// Latency delays every downstream answer (it widens race windows, as
-	// a real provider does); zero means none.
+	// a real provider does); zero means none, at most MaxWait.
 	Latency time.Duration
 	// URL is the OracleHTTP endpoint. GET URL answers a JSON object of
 	// key to count, or {"counts": {...}}; keys absent count 0.
@@ -136,7 +144,7 @@ type Conformance struct {
 	// IsolationPath and IsolationHeaders address "the same operation
 	// elsewhere" (another path, or another tenant through a header): the
 	// isolation probe sends a used key there and expects a fresh
-	// execution. Both empty skips that probe.
+	// execution. Both empty skips that probe. At most MaxEntries headers.
 	IsolationPath    string
 	IsolationHeaders map[string]string
 	// Deviations declares probes the service knowingly does not follow,
@@ -178,31 +186,21 @@ func (t *Target) validate() error {
 	if t.Name == "" {
 		return fmt.Errorf("name: required")
 	}
+	if len(t.Name) > MaxNameLen {
+		return fmt.Errorf("name: %d bytes, above the limit of %d", len(t.Name), MaxNameLen)
+	}
+	if err := checkText("name", t.Name, false); err != nil {
+		return err
+	}
 	if t.Start == nil && t.BaseURL == "" {
 		return fmt.Errorf("base_url: required when there is no start command")
 	}
 	if t.Start != nil {
-		if len(t.Start.Command) == 0 || t.Start.Command[0] == "" {
-			return fmt.Errorf("start.command: required (an argv list)")
-		}
-		if t.Start.ReadyTimeout < 0 {
-			return fmt.Errorf("start.ready_timeout: negative")
-		}
-		if t.Start.ReadyTimeout == 0 {
-			t.Start.ReadyTimeout = 30 * time.Second
+		if err := t.Start.validate(); err != nil {
+			return fmt.Errorf("start.%v", err)
 		}
 		if t.BaseURL == "" {
 			t.BaseURL = "http://{{.Addr}}"
-		}
-		for i, a := range t.Start.Command {
-			if _, err := parseTemplate(a); err != nil {
-				return fmt.Errorf("start.command[%d]: %v", i, err)
-			}
-		}
-		for k, v := range t.Start.Env {
-			if _, err := parseTemplate(v); err != nil {
-				return fmt.Errorf("start.env.%s: %v", k, err)
-			}
 		}
 	}
 	if _, err := parseTemplate(t.BaseURL); err != nil {
@@ -219,13 +217,79 @@ func (t *Target) validate() error {
 	if err := t.Oracle.validate(t); err != nil {
 		return fmt.Errorf("oracle.%v", err)
 	}
-	for id := range t.Conformance.Deviations {
-		if !slices.Contains(ProbeIDs, id) {
-			return fmt.Errorf("conformance.deviations: unknown probe %q (want one of %s)", id, strings.Join(ProbeIDs, ", "))
+	if err := t.Conformance.validate(); err != nil {
+		return fmt.Errorf("conformance.%v", err)
+	}
+	return nil
+}
+
+// DefaultReadyTimeout is Start.ReadyTimeout when it is zero.
+const DefaultReadyTimeout = 30 * time.Second
+
+func (s *Start) validate() error {
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return fmt.Errorf("command: required (an argv list)")
+	}
+	if err := countLimit("command", len(s.Command)); err != nil {
+		return err
+	}
+	if err := countLimit("env", len(s.Env)); err != nil {
+		return err
+	}
+	if err := waitLimit("ready_timeout", s.ReadyTimeout); err != nil {
+		return err
+	}
+	if s.ReadyTimeout == 0 {
+		s.ReadyTimeout = DefaultReadyTimeout
+	}
+	for i, a := range s.Command {
+		field := fmt.Sprintf("command[%d]", i)
+		if err := checkNoNUL(field, a); err != nil {
+			return err
+		}
+		if _, err := parseTemplate(a); err != nil {
+			return fmt.Errorf("%s: %v", field, err)
 		}
 	}
-	if p := t.Conformance.IsolationPath; p != "" && !strings.HasPrefix(p, "/") {
-		return fmt.Errorf("conformance.isolation_path: %q must start with /", p)
+	for k, v := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("env: %q is not a variable name", k)
+		}
+		if err := checkNoNUL("env."+k, v); err != nil {
+			return err
+		}
+		if _, err := parseTemplate(v); err != nil {
+			return fmt.Errorf("env.%s: %v", k, err)
+		}
+	}
+	if err := checkNoNUL("dir", s.Dir); err != nil {
+		return err
+	}
+	return checkText("ready", s.Ready, false)
+}
+
+func (c *Conformance) validate() error {
+	for id := range c.Deviations {
+		if !slices.Contains(ProbeIDs, id) {
+			return fmt.Errorf("deviations: unknown probe %q (want one of %s)", id, strings.Join(ProbeIDs, ", "))
+		}
+	}
+	if p := c.IsolationPath; p != "" && !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("isolation_path: %q must start with /", p)
+	}
+	if err := checkText("isolation_path", c.IsolationPath, false); err != nil {
+		return err
+	}
+	if err := countLimit("isolation_headers", len(c.IsolationHeaders)); err != nil {
+		return err
+	}
+	for k, v := range c.IsolationHeaders {
+		if err := checkToken("isolation_headers", k); err != nil {
+			return err
+		}
+		if err := checkText("isolation_headers."+k, v, true); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -245,14 +309,23 @@ func (o *Operation) validate() error {
 	if o.Method == "" {
 		o.Method = http.MethodPost
 	}
+	if err := checkToken("method", o.Method); err != nil {
+		return err
+	}
 	if o.Path == "" || !strings.HasPrefix(o.Path, "/") {
 		return fmt.Errorf("path: required, starting with /")
 	}
 	if o.KeyHeader == "" {
 		o.KeyHeader = "Idempotency-Key"
 	}
+	if err := checkToken("key_header", o.KeyHeader); err != nil {
+		return err
+	}
 	if len(o.Success) == 0 {
 		o.Success = []int{http.StatusOK, http.StatusCreated}
+	}
+	if err := countLimit("success", len(o.Success)); err != nil {
+		return err
 	}
 	for _, s := range o.Success {
 		if s < 200 || s > 299 {
@@ -262,16 +335,39 @@ func (o *Operation) validate() error {
 	if o.AmountMin == 0 && o.AmountMax == 0 {
 		o.AmountMin, o.AmountMax = 1, 10000
 	}
+	for _, a := range []struct {
+		field string
+		v     int64
+	}{{"amount_min", o.AmountMin}, {"amount_max", o.AmountMax}} {
+		if a.v < -MaxAmount || a.v > MaxAmount {
+			return fmt.Errorf("%s: %d is beyond the limit of ±%d", a.field, a.v, int64(MaxAmount))
+		}
+	}
 	if o.AmountMin > o.AmountMax {
 		return fmt.Errorf("amount_min %d above amount_max %d", o.AmountMin, o.AmountMax)
 	}
 	if r := o.ResourceID; r != "" && !strings.HasPrefix(r, "/") && !strings.HasPrefix(r, "header:") {
 		return fmt.Errorf("resource_id: %q: want a JSON pointer (/id) or header:NAME", r)
 	}
+	if name, ok := strings.CutPrefix(o.ResourceID, "header:"); ok {
+		if err := checkToken("resource_id", name); err != nil {
+			return err
+		}
+	}
 	o.replayName, o.replayValue = "", ""
 	if r := strings.TrimSpace(o.ReplayHeader); r != "" {
 		name, value, _ := strings.Cut(r, ":")
-		o.replayName, o.replayValue = http.CanonicalHeaderKey(strings.TrimSpace(name)), strings.TrimSpace(value)
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if err := checkToken("replay_header", name); err != nil {
+			return err
+		}
+		if err := checkText("replay_header", value, true); err != nil {
+			return err
+		}
+		o.replayName, o.replayValue = http.CanonicalHeaderKey(name), value
+	}
+	if err := countLimit("headers", len(o.Headers)); err != nil {
+		return err
 	}
 	var err error
 	if o.pathT, err = compile(o.Path); err != nil {
@@ -283,6 +379,9 @@ func (o *Operation) validate() error {
 	o.headerT = make(map[string]*tmpl, len(o.Headers))
 	o.headerNames = o.headerNames[:0]
 	for k, v := range o.Headers {
+		if err := checkToken("headers", k); err != nil {
+			return err
+		}
 		if o.headerT[k], err = compile(v); err != nil {
 			return fmt.Errorf("headers.%s: %v", k, err)
 		}
@@ -291,15 +390,27 @@ func (o *Operation) validate() error {
 	slices.Sort(o.headerNames)
 	// Render once with sample fields, so a template that names an unknown
 	// field fails here and not in the middle of a run.
+	// The rendered path and header values are checked for control bytes
+	// too: the fields a template can add (keys, numbers, addresses) hold
+	// none, so a control byte comes from the target file.
 	f := Fields{Key: "k", Seq: 1, Amount: 1, Addr: "127.0.0.1:1", Port: "1"}
-	for what, tt := range map[string]*tmpl{"path": o.pathT, "body": o.bodyT} {
-		if _, err := tt.render(&f); err != nil {
-			return fmt.Errorf("%s: %v", what, err)
-		}
+	if _, err := o.bodyT.render(&f); err != nil {
+		return fmt.Errorf("body: %v", err)
+	}
+	p, err := o.pathT.render(&f)
+	if err != nil {
+		return fmt.Errorf("path: %v", err)
+	}
+	if err := checkText("path", p, false); err != nil {
+		return err
 	}
 	for _, k := range o.headerNames {
-		if _, err := o.headerT[k].render(&f); err != nil {
+		v, err := o.headerT[k].render(&f)
+		if err != nil {
 			return fmt.Errorf("headers.%s: %v", k, err)
+		}
+		if err := checkText("headers."+k, v, true); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -328,13 +439,13 @@ func (o *Oracle) validate(t *Target) error {
 	default:
 		return fmt.Errorf("kind: unknown %q (want downstream, http, sql or response)", o.Kind)
 	}
-	if o.Latency < 0 {
-		return fmt.Errorf("latency: negative")
+	if err := waitLimit("latency", o.Latency); err != nil {
+		return err
 	}
 	if o.KeyHeader == "" {
 		o.KeyHeader = t.Operation.KeyHeader
 	}
-	return nil
+	return checkToken("key_header", o.KeyHeader)
 }
 
 func usesDownstream(s *Start) bool {

@@ -97,7 +97,7 @@ func (n *node) handleBatch(ctx context.Context, id int, sub subscription, ds []d
 			Attempt: d.attempt(), FP: history.FingerprintID(idem.NewFingerprint(d.body())), Call: n.now()})
 	}
 	n.co.batched(len(ds))
-	as, errs := sub.processBatch(context.WithValue(ctx, batchKey{}, bs), ds)
+	as, errs := sub.processBatch(context.WithValue(withRunDone(ctx), batchKey{}, bs), ds)
 	for _, d := range ds {
 		n.co.passed(d.key(), false)
 	}

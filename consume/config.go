@@ -90,7 +90,9 @@ type Config struct {
 	// most MaxBatchLinger).
 	BatchLinger time.Duration
 	// Latency is how long the business handler works before its effect
-	// (default 2ms, at most MaxLatency).
+	// (default 2ms, at most MaxLatency). The handler stops working when
+	// the run ends (its timeout, or ctx), not when its lease is lost: a
+	// stale handler still writes, for the fenced sink to refuse.
 	Latency time.Duration
 	// LeaseTTL is the engine's lease (default 500ms, at most MaxLeaseTTL).
 	LeaseTTL time.Duration

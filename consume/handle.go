@@ -16,6 +16,42 @@ import (
 // errCrash is the crash fault: the consumer dies where it is returned.
 var errCrash = errors.New("consume: consumer crashed (fault)")
 
+// errRunEnded is the handler's retryable error when the run ends (its
+// timeout, or the caller's ctx) while the handler works: it stops at once
+// and leaves no effect.
+var errRunEnded = errors.New("consume: the run ended while the handler worked")
+
+// runDoneKey carries the Done channel of a consumer's own context into
+// the handler: the handler's context also ends when its lease is lost,
+// and a handler that lost its lease goes on to write, for the fenced sink
+// to refuse, as a stale writer would.
+type runDoneKey struct{}
+
+// withRunDone returns ctx carrying ctx.Done() as the run's end.
+func withRunDone(ctx context.Context) context.Context {
+	return context.WithValue(ctx, runDoneKey{}, ctx.Done())
+}
+
+// runDone returns the run's end that withRunDone put in ctx, or nil (never
+// ready) when there is none.
+func runDone(ctx context.Context) <-chan struct{} {
+	done, _ := ctx.Value(runDoneKey{}).(<-chan struct{})
+	return done
+}
+
+// work waits d, or less if done is closed first; it reports whether it
+// waited all of d.
+func work(done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
+}
+
 // settleTimeout bounds one settle call.
 const settleTimeout = 5 * time.Second
 
@@ -61,7 +97,7 @@ func (n *node) handle(ctx context.Context, id int, d delivery) (crashed bool) {
 	st := &callState{consumer: id}
 	op := history.Op{Kind: history.KindCall, Client: id, Worker: id, Key: d.key(), Request: int64(m.N), Attempt: d.attempt(),
 		FP: history.FingerprintID(idem.NewFingerprint(d.body())), Call: n.now()}
-	a, err := d.process(context.WithValue(ctx, stateKey{}, st))
+	a, err := d.process(context.WithValue(withRunDone(ctx), stateKey{}, st))
 	op.Return = n.now()
 	n.co.passed(d.key(), false)
 	if errors.Is(err, errCrash) {
@@ -103,8 +139,8 @@ func (n *node) business(ctx context.Context, body []byte) error {
 	l, _ := idem.LeaseFrom(ctx)
 	st.token = l.Token
 	st.exec = "c" + strconv.Itoa(st.consumer) + "." + strconv.FormatInt(n.execs.Add(1), 10)
-	if n.latency > 0 {
-		time.Sleep(n.latency)
+	if n.latency > 0 && !work(runDone(ctx), n.latency) {
+		return errRunEnded
 	}
 	if m.Poison {
 		return poisonError(m.Key)

@@ -154,8 +154,15 @@ func (r *runner) restartWorker() {
 }
 
 // stopWorkers ends every worker: SIGCONT (a paused one), SIGTERM, and
-// SIGKILL for those still running after 5 s.
-func (r *runner) stopWorkers() {
+// SIGKILL for those still running 5 s later, or 500 ms later when the run
+// was cut short (interrupted).
+func (r *runner) stopWorkers(cut bool) {
+	grace := 5 * time.Second
+	if cut {
+		grace = 500 * time.Millisecond
+	}
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
 	r.procs.mu.Lock()
 	var ps []*proc
 	for _, p := range r.procs.live {
@@ -166,13 +173,18 @@ func (r *runner) stopWorkers() {
 		_ = p.cmd.Process.Signal(syscall.SIGCONT)
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
+	late := false
 	for _, p := range ps {
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
+		if !late {
+			select {
+			case <-p.done:
+				continue
+			case <-deadline.C:
+				late = true
+			}
 		}
+		_ = p.cmd.Process.Kill()
+		<-p.done
 	}
 }
 

@@ -12,21 +12,37 @@ import (
 	"github.com/idembench/idembench/reports"
 )
 
-// WriteReport writes res into dir (created if needed): history.jsonl,
-// consume.json (Stats and Resources), and the run reports of package
-// reports (summary.json, report.md, report.html, plots), in which every
-// processed delivery is a call. It returns the reports' Summary.
+// StatsFile is the file of a run directory that holds Result.Stats and
+// Result.Resources.
+const StatsFile = "consume.json"
+
+// WriteReport writes res into dir (created if needed): what WriteHistory
+// writes, and the run reports of package reports (summary.json,
+// report.md, report.html, plots), in which every processed delivery is a
+// call. It returns the reports' Summary.
 func WriteReport(dir string, res *Result, opts reports.Options) (*reports.Summary, error) {
+	if err := WriteHistory(dir, res); err != nil {
+		return nil, err
+	}
+	return reports.WriteRunReport(dir, res.History, res.Report, opts)
+}
+
+// WriteHistory writes the history of res into dir (created if needed),
+// as reports.HistoryFile, and its Stats and Resources as StatsFile: all
+// there is of a run cut short (Run's Result with a cancelled ctx), which
+// `idembench check` can check later. A Result without a History is an
+// error wrapping ErrConfig.
+func WriteHistory(dir string, res *Result) error {
 	if res == nil || res.History == nil {
-		return nil, fmt.Errorf("%w: no history to report", ErrConfig)
+		return fmt.Errorf("%w: no history to write", ErrConfig)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return err
 	}
-	if err := writeFile(filepath.Join(dir, "history.jsonl"), func(w io.Writer) error { return history.Encode(w, res.History) }); err != nil {
-		return nil, err
+	if err := writeFile(filepath.Join(dir, reports.HistoryFile), func(w io.Writer) error { return history.Encode(w, res.History) }); err != nil {
+		return err
 	}
-	err := writeFile(filepath.Join(dir, "consume.json"), func(w io.Writer) error {
+	return writeFile(filepath.Join(dir, StatsFile), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -34,10 +50,6 @@ func WriteReport(dir string, res *Result, opts reports.Options) (*reports.Summar
 			Resources []string `json:"resources"`
 		}{res.Stats, res.Resources})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return reports.WriteRunReport(dir, res.History, res.Report, opts)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

@@ -31,6 +31,14 @@ type Result struct {
 	Resources []string
 }
 
+// cleanupTimeout bounds the removal of a run's queues or streams, and
+// interruptedCleanup the same when the caller's ctx ended: a command cut
+// short by Ctrl-C has 2 s in all.
+const (
+	cleanupTimeout     = 15 * time.Second
+	interruptedCleanup = time.Second
+)
+
 // runner is one run in progress: the coordinator of its consumers.
 type runner struct {
 	cfg        *Config
@@ -64,11 +72,15 @@ type runner struct {
 // (RabbitMQ) or stream (NATS), consumes them with Config.Consumers
 // consumers under the configured faults until every copy is acked or
 // dead-lettered, checks the recorded history with the checker and removes
-// what it created, also when ctx is cancelled. An invalid Config wraps
-// ErrConfig, an unreachable broker ErrBroker; a run that does not drain
-// within Config.Timeout returns its checked Result and ErrNotDrained. A
-// cancelled ctx returns ctx.Err() and a Result that holds only Resources
-// (removed all the same).
+// what it created, also when ctx is cancelled. Every wait of the run
+// (the handlers' Latency included) ends with ctx or Config.Timeout.
+//
+// An invalid Config wraps ErrConfig (before Run connects to anything), an
+// unreachable broker ErrBroker. A run that does not drain within
+// Config.Timeout returns its checked Result and ErrNotDrained. A cancelled
+// ctx returns ctx.Err() within about a second, with the Result so far:
+// its History and Stats, unchecked (a zero Report), and Resources,
+// removed all the same.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
@@ -93,18 +105,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	drainErr := r.drive(ctx)
 	r.drainedAt = time.Now()
 	close(r.stop)
-	r.stopWorkers()
+	cut := ctx.Err() != nil
+	r.stopWorkers(cut)
 	r.wg.Wait()
 	if drainErr == nil {
 		r.probe(ctx)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	if cut {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptedCleanup)
+		closeErr := b.close(cctx)
+		cancel()
+		return r.gather(start, b.resources()), errors.Join(ctx.Err(), closeErr)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	dead, dlErr := b.deadLettered(cctx)
 	closeErr := b.close(cctx)
 	cancel()
-	if ctx.Err() != nil {
-		return &Result{Resources: b.resources()}, errors.Join(ctx.Err(), closeErr)
-	}
 	if closeErr != nil {
 		return nil, fmt.Errorf("%w: cleanup: %v", ErrBroker, closeErr)
 	}
@@ -254,7 +270,7 @@ func (r *runner) publishAll(ctx context.Context) error {
 				return ctx.Err()
 			}
 			r.c.publishRetries.Add(1)
-			time.Sleep(time.Duration(20+rng.IntN(80)) * time.Millisecond)
+			sleep(ctx, time.Duration(20+rng.IntN(80))*time.Millisecond)
 		}
 	}
 	return nil

@@ -87,11 +87,17 @@ func latencyStats(v []time.Duration) LatencyStats {
 
 // result checks the history and gathers the figures.
 func (r *runner) result(start time.Time, resources []string) *Result {
+	res := r.gather(start, resources)
+	res.Report = checker.Check(res.History, checker.Options{})
+	return res
+}
+
+// gather returns the history and the figures so far, unchecked.
+func (r *runner) gather(start time.Time, resources []string) *Result {
 	dur := r.drainedAt.Sub(start)
 	h := r.rec.History(r.header(start))
 	ledger := r.sink.Ledger()
 	h.ResolveEffects(func(op *history.Op) (bool, bool) { return ledger.Lookup(op.Key, op.Exec) })
-	rep := checker.Check(h, checker.Options{})
 	ls := ledger.Stats()
 	s := Stats{
 		Messages: len(r.plan.msgs), Published: len(r.plan.order), Duplicates: len(r.plan.order) - len(r.plan.msgs),
@@ -116,7 +122,7 @@ func (r *runner) result(start time.Time, resources []string) *Result {
 	}
 	r.mu.Unlock()
 	s.EndToEnd = latencyStats(e2e)
-	return &Result{History: h, Report: rep, Stats: s, Resources: resources}
+	return &Result{History: h, Stats: s, Resources: resources}
 }
 
 // header describes the run for the history and its reports.

@@ -3,8 +3,10 @@ package blackbox
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,13 +27,14 @@ func (r *runner) finish(h *history.History, out *Outcome) (Outcome, error) {
 	co := checker.Options{Timeout: spec.CheckTimeout}
 	if spec.Dir != "" {
 		co.VisualizeDir = filepath.Join(spec.Dir, reports.VisualizeDir)
+		// The history first: a run interrupted during the check keeps it.
+		if err := writeHistory(filepath.Join(spec.Dir, reports.HistoryFile), h); err != nil {
+			return *out, err
+		}
 	}
 	out.Check = checker.Check(h, co)
 	ro := reports.Options{ReplayCommand: spec.ReplayCommand, Thresholds: spec.Thresholds}
 	if spec.Dir != "" {
-		if err := writeHistory(filepath.Join(spec.Dir, reports.HistoryFile), h); err != nil {
-			return *out, err
-		}
 		s, err := reports.WriteRunReport(spec.Dir, h, out.Check, ro)
 		if err != nil {
 			return *out, envf("write the run directory: %v", err)
@@ -112,24 +115,64 @@ func writeHistory(path string, h *history.History) error {
 	return nil
 }
 
+// conformanceDoc is the schema of conformance.json.
+type conformanceDoc struct {
+	Oracle       string        `json:"oracle"`
+	OracleLimits string        `json:"oracle_limits"`
+	Draft        string        `json:"draft"`
+	Verdict      string        `json:"verdict"`
+	Probes       []ProbeResult `json:"probes"`
+	Notes        []string      `json:"notes"`
+}
+
 // writeConformance writes conformance.json and appends the black-box
 // section (oracle, its limits, the conformance table) to report.md and
 // report.html.
 func writeConformance(dir string, out *Outcome) error {
-	b, err := json.MarshalIndent(struct {
-		Oracle       string        `json:"oracle"`
-		OracleLimits string        `json:"oracle_limits"`
-		Draft        string        `json:"draft"`
-		Verdict      string        `json:"verdict"`
-		Probes       []ProbeResult `json:"probes"`
-		Notes        []string      `json:"notes"`
-	}{out.Oracle, out.OracleLimits, Draft, out.Verdict, out.Conformance, out.Notes}, "", "  ")
+	if err := writeConformanceJSON(dir, out); err != nil {
+		return err
+	}
+	return appendSection(dir, out)
+}
+
+// writeConformanceJSON writes conformance.json.
+func writeConformanceJSON(dir string, out *Outcome) error {
+	b, err := json.MarshalIndent(conformanceDoc{out.Oracle, out.OracleLimits, Draft, out.Verdict, out.Conformance, out.Notes}, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ConformanceFile), append(b, '\n'), 0o644); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	return os.WriteFile(filepath.Join(dir, ConformanceFile), append(b, '\n'), 0o644)
+}
+
+// AppendReportSection appends the black-box section of the run in dir
+// (the oracle, what it cannot see, the notes and the conformance table,
+// read from dir's conformance.json) to dir's report.md and report.html, as
+// Run does after it wrote them; "idembench report" calls it after
+// reports.RegenerateRun rewrote them. It reports false and changes nothing
+// when dir has no conformance.json (a run that is not a black-box run). A
+// conformance.json that does not decode is an error.
+func AppendReportSection(dir string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ConformanceFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var doc conformanceDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return false, fmt.Errorf("%s: %w", ConformanceFile, err)
+	}
+	out := &Outcome{Oracle: doc.Oracle, OracleLimits: doc.OracleLimits, Conformance: doc.Probes, Notes: doc.Notes, Verdict: doc.Verdict}
+	return true, appendSection(dir, out)
+}
+
+// appendSection appends the black-box section of out to dir's report.md
+// and report.html.
+func appendSection(dir string, out *Outcome) error {
 	var md strings.Builder
 	WriteConformance(&md, out)
 	if err := appendFile(filepath.Join(dir, reports.MarkdownFile), "\n"+md.String()); err != nil {

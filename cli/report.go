@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idembench/idembench/blackbox"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/reports"
 )
@@ -32,6 +33,11 @@ func (c *reportCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	}
 	reg, err := reports.RegenerateRun(c.Dir, opts)
 	if err != nil {
+		return usage("report %s: %v", c.Dir, err)
+	}
+	// A black-box run (idembench http) keeps its oracle and conformance
+	// section, which RegenerateRun does not know about.
+	if _, err := blackbox.AppendReportSection(c.Dir); err != nil {
 		return usage("report %s: %v", c.Dir, err)
 	}
 	s := reg.Summary
@@ -68,6 +74,8 @@ func reportFiles() []string {
 func (c *reportCmd) Help() string {
 	return `Rebuilds summary.json, report.md, report.html and the plots of a run
 directory from its history.jsonl, for instance after the reports changed.
+The black-box section of an "idembench http" run (oracle, conformance
+table) is kept, from its conformance.json.
 The verdict stored in summary.json is kept (the command only re-draws and
 exits 0) unless --recheck runs the checker again, or the directory has no
 summary.json (the history is then checked); the exit code is then the

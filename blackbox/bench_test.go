@@ -111,7 +111,7 @@ operation:
 	defer tr.CloseIdleConnections()
 	drv := &driver{
 		spec: &spec, op: &tg.Operation, client: &http.Client{Transport: tr}, base: func() string { return url },
-		svc: &Fields{}, rec: history.NewRecorder(), now: history.Now, prefix: "bench", keys: newKeyTable(),
+		svc: &Fields{}, rec: history.NewRecorder(), now: history.Now, prefix: "bench", keys: newKeyTable(), tally: newAnswerTally(),
 	}
 	stop := time.Now().Add(d)
 	return measure(func() int64 { return int64(drv.rec.Len()) }, func() {

@@ -73,10 +73,26 @@
 // SIGKILL; on Linux the service also dies with the harness), the proxy
 // and the mock downstream.
 //
+// # Limits and runs without a verdict
+//
+// Every input is bounded before anything starts (limits.go): a target file
+// is at most MaxTargetFileSize (1 MiB); its method and header names are
+// HTTP tokens and its header values and path hold no control byte, so a
+// target cannot split a request; every wait is at most MaxWait (10 min);
+// lists and maps hold at most MaxEntries; a Spec has at most MaxFaults
+// faults. A run in which no request succeeded and no effect was seen has
+// nothing to check and is not a verdict: ErrNoSuccess, a usage error when
+// every answer refused the request, an environment error otherwise. A
+// started service that exits during the run without a kill fault ends
+// the run with ErrServiceExited (an environment error).
+//
 // # Run directory
 //
 // With Spec.Dir set, Run writes the same files as "idembench run"
 // (history.jsonl, summary.json, report.md, report.html, plots, porcupine/
 // visualizations of violations) plus conformance.json, and appends the
-// oracle and the conformance table to report.md and report.html.
+// oracle and the conformance table to report.md and report.html
+// (AppendReportSection appends them again after "idembench report"
+// rewrote both). A run whose ctx ends writes the history so far and
+// conformance.json.
 package blackbox

@@ -25,7 +25,8 @@ type driver struct {
 	now    func() int64
 	prefix string
 
-	keys    *keyTable  // keys the probe must call, resource ids
+	keys    *keyTable // keys the probe must call, resource ids
+	tally   *answerTally
 	last    []keyState // per client, its last key (written by its own goroutine)
 	lastKey []string
 }
@@ -258,6 +259,9 @@ func (d *driver) attempt(ctx context.Context, r *request, dl delivery, client, w
 	ret := d.now()
 	cancel()
 	out, final := d.op.classify(&a)
+	if !out.Success() {
+		d.tally.add(&a)
+	}
 	op := history.Op{
 		Kind: history.KindCall, Client: client, Worker: worker, Key: dl.key,
 		Request: dl.req, Attempt: attempt, FP: r.fp, Call: call, Return: ret,

@@ -7,8 +7,9 @@ import (
 
 // Sentinel errors of Run, one per exit class. Every error Run returns
 // wraps exactly one of ErrUsage, ErrEnvironment, ErrViolation,
-// ErrInconclusive or ErrThreshold (ErrConformance and ErrOracle wrap one of
-// those too); ExitCode maps them to the CLI's exit codes.
+// ErrInconclusive or ErrThreshold (ErrConformance, ErrOracle,
+// ErrServiceExited and ErrNoSuccess come with one of those too); ExitCode
+// maps them to the CLI's exit codes.
 var (
 	// ErrUsage means the Spec or the target file is wrong: an unknown or
 	// missing field, a bad template, a value out of range (exit 2).
@@ -21,6 +22,22 @@ var (
 	// valid answer (garbage, a wrong shape, an error status). It wraps
 	// ErrEnvironment.
 	ErrOracle = fmt.Errorf("%w: effects oracle", ErrEnvironment)
+	// ErrServiceExited means the service the harness started (Start)
+	// exited during the run although no fault of the run killed it. It
+	// wraps ErrEnvironment: what the service did after it died is not a
+	// verdict on its idempotency.
+	ErrServiceExited = fmt.Errorf("%w: service exited", ErrEnvironment)
+	// ErrNoSuccess means no request of the workload got a success status
+	// and the oracle saw no effect: the service never performed the
+	// operation, so there is nothing to check (every key would look stuck
+	// or failed). The error says which statuses came back, how often, and
+	// shows one answer. It comes with ErrUsage (exit 2) when every answer
+	// that came back (attempts without one aside) was a client error that
+	// refuses the request as the target file builds it (a 4xx other than
+	// 408, 409 and 429: a wrong method, path, header or body), and with
+	// ErrEnvironment (exit 5) otherwise (a 5xx, 408, 409 or 429 among
+	// them, or no answer at all: the service does not work).
+	ErrNoSuccess = errors.New("blackbox: no request succeeded")
 	// ErrViolation means the checker found a double execution or another
 	// invariant broken (exit 1). Outcome.Check has the details.
 	ErrViolation = errors.New("blackbox: violation")

@@ -44,11 +44,12 @@ type Fault struct {
 	// At is when the fault starts, after traffic starts. Zero means a
 	// seeded random time in the first 70% of the traffic.
 	At time.Duration
-	// For is how long it lasts; zero means 300 ms. For FaultKill it is
-	// the time the service stays down before it is restarted.
+	// For is how long it lasts; zero means 300 ms, at most MaxWait. For
+	// FaultKill it is the time the service stays down before it is
+	// restarted.
 	For time.Duration
 	// Latency is the delay of FaultLatency; zero means twice the client
-	// timeout (1 s without one).
+	// timeout (1 s without one), at most MaxWait.
 	Latency time.Duration
 }
 
@@ -128,7 +129,9 @@ func (r *faultRunner) stop(ctx context.Context) error {
 	}
 	if r.svc != nil {
 		r.svc.signal(syscall.SIGCONT)
-		if !r.svc.running() && ctx.Err() == nil {
+		// A service that exited on its own is not restarted: the run ends
+		// with ErrServiceExited.
+		if !r.svc.running() && ctx.Err() == nil && r.svc.unexpectedExit() == nil {
 			if err := r.svc.run(ctx); err != nil {
 				return err
 			}

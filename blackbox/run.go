@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/idembench/idembench/chaos/netfault"
@@ -50,14 +52,16 @@ type Spec struct {
 	// Retry is the client's policy. Zero MaxAttempts means
 	// DefaultAttempts, zero Timeout DefaultTimeout.
 	Retry workload.Retry
-	// Faults are injected during the traffic, on one seeded schedule.
+	// Faults are injected during the traffic, on one seeded schedule; at
+	// most MaxFaults.
 	Faults []Fault
 	// ProbeAfter is the wait between the end of traffic (faults healed)
-	// and the liveness probe; zero means DefaultProbeAfter. Set it above
-	// the service's lease or lock timeout when it has one.
+	// and the liveness probe; zero means DefaultProbeAfter, at most
+	// MaxWait. Set it above the service's lease or lock timeout when it
+	// has one.
 	ProbeAfter time.Duration
 	// CheckTimeout is the checker's linearizability budget; zero means
-	// checker.DefaultTimeout.
+	// checker.DefaultTimeout, at most MaxCheckTimeout.
 	CheckTimeout time.Duration
 	// Thresholds, when set, are checked against the run's figures.
 	Thresholds *reports.Thresholds
@@ -90,12 +94,28 @@ type Outcome struct {
 	Dir string
 }
 
+// Validate checks spec as Run does before it starts anything, and starts
+// nothing: the target (see Target.Validate, which fills in its defaults),
+// the workload fields against the limits of package workload, and the
+// limits of this package (MaxWait, MaxFaults, MaxCheckTimeout). Every
+// error wraps ErrUsage and names the field.
+func (s Spec) Validate() error { return s.validate() }
+
 func (s *Spec) validate() error {
 	if s.Target == nil {
 		return usagef("no target")
 	}
 	if err := s.Target.Validate(); err != nil {
 		return err
+	}
+	if err := waitLimit("probe_after", s.ProbeAfter); err != nil {
+		return usagef("%v", err)
+	}
+	if s.CheckTimeout < 0 || s.CheckTimeout > MaxCheckTimeout {
+		return usagef("check_timeout: %s is not between 0 and %s", s.CheckTimeout, MaxCheckTimeout)
+	}
+	if len(s.Faults) > MaxFaults {
+		return usagef("faults: %d entries, above the limit of %d", len(s.Faults), MaxFaults)
 	}
 	if s.Clients == 0 {
 		s.Clients = DefaultClients
@@ -126,6 +146,9 @@ func (s *Spec) validate() error {
 		if f.At < 0 || f.At >= s.Duration || f.For < 0 || f.Latency < 0 {
 			return usagef("faults[%d]: at must be within the duration, for and latency not negative", i)
 		}
+		if f.For > MaxWait || f.Latency > MaxWait {
+			return usagef("faults[%d]: for and latency at most %s", i, MaxWait)
+		}
 	}
 	return nil
 }
@@ -146,11 +169,17 @@ func containsString(s []string, v string) bool {
 // oracle, checks the history and writes the run directory.
 //
 // The error is nil on a pass. Otherwise it wraps one sentinel: ErrUsage
-// (nothing was started), ErrEnvironment or ErrOracle (the run could not be
-// carried out), ErrViolation or ErrConformance, ErrInconclusive,
-// ErrThreshold, in that order of precedence; Outcome is filled in as far
-// as the run got. Everything Run started (service, proxy, downstream) is
-// stopped before it returns, also when ctx is cancelled.
+// (nothing was started, or ErrNoSuccess: every answer refused the
+// request), ErrEnvironment (the run could not be carried out: ErrOracle,
+// ErrServiceExited, ErrNoSuccess), ErrViolation or ErrConformance,
+// ErrInconclusive, ErrThreshold, in that order of precedence; Outcome is
+// filled in as far as the run got. A run whose ctx ends after the
+// conformance probes writes what it has to Spec.Dir, when set: the history
+// recorded so far (unchecked, with the effects of the downstream and
+// response oracles; the query oracles are not read) and conformance.json,
+// and returns an error that wraps ctx's cause. Everything Run started
+// (service, proxy, downstream) is stopped before it returns, also when ctx
+// is cancelled.
 func Run(ctx context.Context, spec Spec) (Outcome, error) {
 	if err := spec.validate(); err != nil {
 		return Outcome{}, err
@@ -268,15 +297,22 @@ func (r *runner) run(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return out, err
 	}
+	// From here on every step runs on tctx, which a service that exits on
+	// its own cancels: the run ends with ErrServiceExited.
+	tctx, unwatch := r.watchService(ctx)
+	defer unwatch()
 	client := &http.Client{Transport: r.transport}
 	nonce := "r" + strconv.FormatInt(time.Now().UnixMilli(), 36)
 	prefix := spec.Keys.Prefix + "-" + nonce
 	if !t.Conformance.Skip {
 		p := &prober{t: t, client: client, base: base, ds: r.ds, svc: &r.fields, seed: spec.Seed, prefix: "c" + nonce}
-		out.Conformance = p.run(ctx)
+		out.Conformance = p.run(tctx)
 	}
 	if err := ctx.Err(); err != nil {
-		return out, fmt.Errorf("blackbox: %w", context.Cause(ctx))
+		return out, fmt.Errorf("blackbox: %w (during the conformance probes; nothing written)", context.Cause(ctx))
+	}
+	if err := r.serviceExit(); err != nil {
+		return out, err
 	}
 
 	clientBase := base
@@ -285,40 +321,144 @@ func (r *runner) run(ctx context.Context) (Outcome, error) {
 	}
 	d := &driver{
 		spec: spec, op: &t.Operation, client: client, base: func() string { return clientBase },
-		svc: &r.fields, rec: history.NewRecorder(), now: r.now, prefix: prefix, keys: newKeyTable(),
+		svc: &r.fields, rec: history.NewRecorder(), now: r.now, prefix: prefix, keys: newKeyTable(), tally: newAnswerTally(),
 	}
 	fr := &faultRunner{faults: schedule(spec.Faults, spec.Seed, spec.Duration, spec.Retry.Timeout), proxy: r.proxy, svc: r.svc, now: r.now}
 	start := time.Now()
 	wall := time.Now().UTC()
-	fr.start(ctx)
+	// cut ends the run early: ctx's end (the history so far is saved) or
+	// the service's own exit.
+	cut := func() error {
+		if ctx.Err() != nil {
+			return r.savePartial(ctx, d, fr, wall, base, &out)
+		}
+		return r.serviceExit()
+	}
+	fr.start(tctx)
 	stop := start.Add(spec.Duration)
-	d.run(ctx, stop, stop.Add(workload.DefaultDrainTimeout))
-	if err := fr.stop(ctx); err != nil {
-		out.Notes = append(out.Notes, "fault: "+err.Error())
-		if errors.Is(err, ErrEnvironment) {
-			return out, err
+	d.run(tctx, stop, stop.Add(workload.DefaultDrainTimeout))
+	ferr := fr.stop(tctx)
+	if err := cut(); err != nil {
+		return out, err
+	}
+	if ferr != nil {
+		out.Notes = append(out.Notes, "fault: "+ferr.Error())
+		if errors.Is(ferr, ErrEnvironment) {
+			return out, ferr
 		}
 	}
 	select {
 	case <-time.After(spec.ProbeAfter):
-	case <-ctx.Done():
+	case <-tctx.Done():
 	}
-	if err := ctx.Err(); err != nil {
-		return out, fmt.Errorf("blackbox: %w", context.Cause(ctx))
-	}
-	d.probe(ctx)
-
-	h := d.rec.History(r.header(wall, base))
-	if err := r.addEffects(ctx, h, d, &out); err != nil {
+	if err := cut(); err != nil {
 		return out, err
 	}
+	d.probe(tctx)
+	if err := cut(); err != nil {
+		return out, err
+	}
+
+	h := d.rec.History(r.header(wall, base))
+	if err := r.addEffects(tctx, h, d, &out); err != nil {
+		if cerr := cut(); cerr != nil {
+			return out, cerr
+		}
+		return out, err
+	}
+	r.addFaults(h, fr)
+	out.History = h
+	if nothingHappened(h) {
+		return out, d.tally.noSuccess(base)
+	}
+	return r.finish(h, &out)
+}
+
+// addFaults appends the fault windows of fr to h, marks the executions of
+// a service without a replay marker and sorts the history.
+func (r *runner) addFaults(h *history.History, fr *faultRunner) {
 	h.Ops = append(h.Ops, fr.ops()...)
-	if t.Operation.replayName == "" {
+	if r.t.Operation.replayName == "" {
 		markExecutions(h.Ops)
 	}
 	history.SortByCall(h.Ops)
+}
+
+// nothingHappened reports whether h has calls but neither a successful
+// answer nor an effect: the service never performed the operation.
+func nothingHappened(h *history.History) bool {
+	calls := 0
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		switch {
+		case op.Kind == history.KindEffect:
+			return false
+		case op.Kind == history.KindCall && op.Outcome.Success():
+			return false
+		case op.Kind == history.KindCall:
+			calls++
+		}
+	}
+	return calls > 0
+}
+
+// watchService returns ctx, cancelled also when the started service exits
+// on its own, and the function that stops watching.
+func (r *runner) watchService(ctx context.Context) (context.Context, func()) {
+	if r.svc == nil {
+		return ctx, func() {}
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-r.svc.exited:
+			cancel(r.svc.unexpectedExit())
+		case <-done:
+		}
+	})
+	return tctx, func() {
+		close(done)
+		wg.Wait()
+		cancel(nil)
+	}
+}
+
+// serviceExit returns the ErrServiceExited error of a started service that
+// exited on its own, or nil.
+func (r *runner) serviceExit() error {
+	if r.svc == nil {
+		return nil
+	}
+	return r.svc.unexpectedExit()
+}
+
+// savePartial writes what a run cut short by ctx has to Spec.Dir, when
+// set: the history so far, with the effects that need no query, and
+// conformance.json. It returns ctx's cause, wrapped with what was written.
+func (r *runner) savePartial(ctx context.Context, d *driver, fr *faultRunner, wall time.Time, base string, out *Outcome) error {
+	cause := context.Cause(ctx)
+	h := d.rec.History(r.header(wall, base))
+	if k := r.t.Oracle.Kind; k != OracleHTTP && k != OracleSQL {
+		_ = r.addEffects(ctx, h, d, out) // local: reads no service
+	}
+	r.addFaults(h, fr)
 	out.History = h
-	return r.finish(h, &out)
+	dir := r.spec.Dir
+	if dir == "" {
+		return fmt.Errorf("blackbox: %w (nothing written)", cause)
+	}
+	if err := writeHistory(filepath.Join(dir, reports.HistoryFile), h); err != nil {
+		return fmt.Errorf("blackbox: %w (history so far not written: %v)", cause, err)
+	}
+	if len(out.Conformance) > 0 {
+		out.Verdict = "" // not checked
+		if err := writeConformanceJSON(dir, out); err != nil {
+			return fmt.Errorf("blackbox: %w (history so far written to %s; conformance.json not written: %v)", cause, dir, err)
+		}
+	}
+	return fmt.Errorf("blackbox: %w (history so far written to %s)", cause, dir)
 }
 
 func (r *runner) header(wall time.Time, base string) history.Header {

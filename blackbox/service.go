@@ -32,6 +32,14 @@ type service struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed once cmd has been reaped
+	// ending is set when the harness signals cmd to end (kill, stop): its
+	// exit is then expected.
+	ending bool
+	// exited is closed, and exitErr set, at the first exit of the service
+	// that the harness did not cause.
+	exited   chan struct{}
+	exitErr  error
+	exitOnce sync.Once
 }
 
 // freeAddr returns a loopback address with a port that was free a moment
@@ -48,7 +56,7 @@ func freeAddr() (string, error) {
 // newService expands the start command with f and returns the service,
 // not started.
 func newService(t *Target, f *Fields) *service {
-	s := &service{start: t.Start, addr: f.Addr, logBuf: newTailBuffer(4096)}
+	s := &service{start: t.Start, addr: f.Addr, logBuf: newTailBuffer(4096), exited: make(chan struct{})}
 	for _, a := range t.Start.Command {
 		s.argv = append(s.argv, expand(a, f))
 	}
@@ -84,13 +92,26 @@ func (s *service) run(ctx context.Context) error {
 		return envf("start %q: %v", s.argv[0], err)
 	}
 	done := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.done, s.ending = cmd, done, false
+	s.mu.Unlock()
 	go func() {
-		_ = cmd.Wait()
+		werr := cmd.Wait()
+		s.mu.Lock()
+		unexpected := s.cmd == cmd && !s.ending
+		s.mu.Unlock()
+		if unexpected {
+			s.exitOnce.Do(func() {
+				if werr == nil {
+					werr = errors.New("exit status 0")
+				}
+				s.exitErr = fmt.Errorf("%w: %q stopped during the run (%v) although no fault killed it; its output ends with:\n%s",
+					ErrServiceExited, s.argv[0], werr, s.logBuf.String())
+				close(s.exited)
+			})
+		}
 		close(done)
 	}()
-	s.mu.Lock()
-	s.cmd, s.done = cmd, done
-	s.mu.Unlock()
 	if err := s.waitReady(ctx, done); err != nil {
 		s.kill()
 		return err
@@ -146,9 +167,28 @@ func (s *service) signal(sig syscall.Signal) {
 	_ = syscall.Kill(-cmd.Process.Pid, sig)
 }
 
+// expectExit marks the running process's exit as the harness's doing.
+func (s *service) expectExit() {
+	s.mu.Lock()
+	s.ending = true
+	s.mu.Unlock()
+}
+
+// unexpectedExit returns the ErrServiceExited error of the service's first
+// exit that the harness did not cause (kill, stop), or nil.
+func (s *service) unexpectedExit() error {
+	select {
+	case <-s.exited:
+		return s.exitErr
+	default:
+		return nil
+	}
+}
+
 // kill sends SIGKILL to the group (after SIGCONT, so a paused group dies)
 // and waits for the leader to be reaped.
 func (s *service) kill() {
+	s.expectExit()
 	s.signal(syscall.SIGKILL)
 	s.wait(stopTimeout)
 }
@@ -158,6 +198,7 @@ func (s *service) kill() {
 // SIGKILL once more, for children that ignored SIGTERM (a "go run" child
 // outlives its go tool). It is idempotent.
 func (s *service) stop() {
+	s.expectExit()
 	s.signal(syscall.SIGCONT)
 	s.signal(syscall.SIGTERM)
 	if !s.wait(stopTimeout) {

@@ -4,37 +4,48 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/idembench/idembench/blackbox"
 	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/workload"
 )
 
 // httpCmd is `idembench http`: a running HTTP service (any language)
-// checked from the outside.
+// checked from the outside. Every flag is bounded (checkFlags), the target
+// file too (blackbox.LoadTarget), and --out is checked, before any
+// request is sent.
 type httpCmd struct {
-	Target     string        `arg:"" help:"Target file (YAML): the service's URL or start command, the operation, the key header, the effect oracle." placeholder:"TARGET.yaml"`
+	Target     string        `arg:"" help:"Target file (YAML, at most 1 MiB): the service's URL or start command, the operation, the key header, the effect oracle." placeholder:"TARGET.yaml"`
 	Seed       int64         `help:"Seed of keys, amounts, copies and fault times; 0 picks one (printed)."`
-	Duration   time.Duration `help:"How long new requests are sent." default:"2s"`
-	Clients    int           `help:"Concurrent clients (closed loop) or senders (open loop)." default:"8"`
-	Rate       float64       `help:"Open loop at this many requests per second; 0 is closed loop."`
-	Faults     []string      `help:"Faults between client and service, or on the started service: drop-replies, latency, reset, partition, kill, pause." sep:","`
-	Timeout    time.Duration `help:"Client timeout per attempt (then retried with the same key)." default:"500ms"`
-	ProbeAfter time.Duration `help:"Wait after the traffic before the liveness probe (set it above the service's lease; 0: the default)."`
-	StartArg   []string      `help:"Argument appended to the target's start command (repeatable), e.g. --start-arg=--flaw=check-then-act." name:"start-arg"`
-	Out        string        `help:"Run directory (default: ./idembench-out/http-<timestamp>)." placeholder:"DIR"`
+	Duration   time.Duration `help:"How long new requests are sent: above 0, at most 24h." default:"2s"`
+	Clients    int           `help:"Concurrent clients (closed loop) or senders (open loop): 1 to 10000." default:"8"`
+	Rate       float64       `help:"Open loop at this many requests per second, at most 1000000; 0 is closed loop."`
+	Faults     []string      `help:"Faults between client and service, or on the started service (at most 100): drop-replies, latency, reset, partition, kill, pause." sep:","`
+	Timeout    time.Duration `help:"Client timeout per attempt (then retried with the same key): 1ms to 10m." default:"500ms"`
+	ProbeAfter time.Duration `help:"Wait after the traffic before the liveness probe, at most 10m (set it above the service's lease; 0: the default, 500ms)."`
+	StartArg   []string      `help:"Argument appended to the target's start command (repeatable, at most 100 in all with the command), e.g. --start-arg=--flaw=check-then-act." name:"start-arg"`
+	Out        string        `help:"Run directory: missing, empty or a previous run, which is replaced (default: ./idembench-out/http-<timestamp>)." placeholder:"DIR"`
 	NoSave     bool          `help:"Do not write the run directory." name:"no-save"`
 }
 
 func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
+	if err := c.checkFlags(); err != nil {
+		return err
+	}
 	tg, err := blackbox.LoadTarget(c.Target)
 	if err != nil {
 		return blackboxErr(err)
 	}
-	if len(c.StartArg) > 0 && tg.Start != nil {
+	if len(c.StartArg) > 0 {
+		if tg.Start == nil {
+			return usage("--start-arg: the target %s has no start command to append it to", c.Target)
+		}
 		tg.Start.Command = append(tg.Start.Command, c.StartArg...)
 	}
 	seed := harness.Seed(c.Seed)
@@ -48,26 +59,124 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 			sp.Faults = append(sp.Faults, blackbox.Fault{Kind: k})
 		}
 	}
-	if !c.NoSave {
-		sp.Dir = c.Out
-		if sp.Dir == "" {
-			sp.Dir = filepath.Join("idembench-out", "http-"+time.Now().Format("20060102-150405.000"))
-		}
+	if err := sp.Validate(); err != nil {
+		return blackboxErr(err)
 	}
+	dir, err := newOutDir(httpRunDir(c.Out, c.NoSave))
+	if err != nil {
+		return err
+	}
+	sp.Dir = dir.runPath()
 	sp.ReplayCommand = c.replay(seed)
-	out := std.out
-	if g.JSON {
-		out = std.err
-	}
-	o, err := blackbox.Run(ctx, sp)
-	printHTTP(out, &o)
-	fmt.Fprintln(out, "replay:", sp.ReplayCommand)
-	if g.JSON && o.Summary != nil {
-		if jerr := writeJSON(std.out, o.Summary); jerr != nil {
-			return jerr
+	text := textOut(std, g)
+	o, err := untilInterrupted(ctx, func() (blackbox.Outcome, error) { return blackbox.Run(ctx, sp) })
+	if ctx.Err() != nil {
+		if cerr := dir.commit(); cerr != nil {
+			return fmt.Errorf("%w: %v", errInterrupted, cerr)
 		}
+		return interrupted(dir.final)
+	}
+	if code := blackbox.ExitCode(err); code == blackbox.ExitUsage || code == blackbox.ExitEnvironment {
+		dir.discard() // no verdict: nothing to keep
+		return blackboxErr(err)
+	}
+	if cerr := dir.commit(); cerr != nil {
+		return cerr
+	}
+	if o.Dir != "" {
+		o.Dir = dir.final
+	}
+	printHTTP(text, &o)
+	fmt.Fprintln(text, "replay:", sp.ReplayCommand)
+	if jerr := writeSummaryJSON(std, g, o.Summary); jerr != nil {
+		return jerr
 	}
 	return blackboxErr(err)
+}
+
+// Help is the detailed help of `idembench http --help`, with examples.
+func (c *httpCmd) Help() string {
+	return `Checks a running HTTP service that speaks Idempotency-Key, in any
+language: runs the conformance probes, drives the workload (duplicates,
+client timeouts and retries, reused keys with other bodies) through the
+faults, probes liveness, reads the target's effect oracle, checks the
+history and writes the run directory (history.jsonl, summary.json,
+report.md, report.html, plots, conformance.json).
+
+Limits, checked before any request: the target file at most 1 MiB, its
+method and header names HTTP tokens and its header values without control
+bytes, start.ready_timeout and oracle.latency at most 10m; the flags as
+their help says. --out may be missing, empty or a previous run (replaced
+whole); anything else is refused.
+
+A run in which no request succeeded and the oracle saw no effect has
+nothing to check: it exits 2 when every answer that came back refused the
+request (a 4xx other than 408, 409 and 429: fix the target's method, path,
+headers or body), else 5 (a 5xx, 408, 409 or 429, or no answer at all: the
+service does not work).
+A service started by the target that exits during the run without a
+kill fault also exits 5, naming it. SIGINT or SIGTERM exits 130 within
+2 s, saving the history so far in the run directory.
+
+Examples:
+
+    idembench http examples/httpserver/target.yaml
+    idembench http target.yaml --faults drop-replies,kill --duration 10s --out out/http
+    idembench http target.yaml --start-arg=--flaw=check-then-act --no-save   # caught: exit 1
+    idembench http target.yaml --json --no-save | jq .verdict
+
+` + exitCodesHelp
+}
+
+// httpRunDir returns the run directory of --out and --no-save.
+func httpRunDir(out string, noSave bool) string {
+	switch {
+	case noSave:
+		return ""
+	case out == "":
+		return filepath.Join("idembench-out", "http-"+time.Now().Format("20060102-150405.000"))
+	}
+	return out
+}
+
+// checkFlags checks every flag against its limit, naming the flag: the
+// workload's limits (workload.MaxDuration, MaxClients, MaxRate,
+// MinTimeout, MaxWait) and blackbox's (MaxWait, MaxFaults, MaxEntries).
+func (c *httpCmd) checkFlags() error {
+	switch {
+	case c.Duration <= 0:
+		return usage("--duration: %s must be above 0", c.Duration)
+	case c.Duration > workload.MaxDuration:
+		return usage("--duration: %s is above the limit of %s", c.Duration, workload.MaxDuration)
+	case c.Clients < 1:
+		return usage("--clients: %d is below the minimum of 1", c.Clients)
+	case c.Clients > workload.MaxClients:
+		return usage("--clients: %d is above the limit of %d", c.Clients, workload.MaxClients)
+	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
+		return usage("--rate: %g is not a finite number", c.Rate)
+	case c.Rate < 0:
+		return usage("--rate: %g is negative", c.Rate)
+	case c.Rate > workload.MaxRate:
+		return usage("--rate: %g is above the limit of %d", c.Rate, workload.MaxRate)
+	case c.Timeout < workload.MinTimeout:
+		return usage("--timeout: %s is below the minimum of %s", c.Timeout, workload.MinTimeout)
+	case c.Timeout > workload.MaxWait:
+		return usage("--timeout: %s is above the limit of %s", c.Timeout, workload.MaxWait)
+	case c.ProbeAfter < 0:
+		return usage("--probe-after: %s is negative", c.ProbeAfter)
+	case c.ProbeAfter > blackbox.MaxWait:
+		return usage("--probe-after: %s is above the limit of %s", c.ProbeAfter, blackbox.MaxWait)
+	case len(c.Faults) > blackbox.MaxFaults:
+		return usage("--faults: %d faults, above the limit of %d", len(c.Faults), blackbox.MaxFaults)
+	case len(c.StartArg) > blackbox.MaxEntries:
+		return usage("--start-arg: %d arguments, above the limit of %d", len(c.StartArg), blackbox.MaxEntries)
+	}
+	for _, k := range c.Faults {
+		if k = strings.TrimSpace(k); k != "" && !slices.Contains(blackbox.FaultKinds, k) {
+			return usage("--faults: unknown fault %q (want one of %s)", k, strings.Join(blackbox.FaultKinds, ", "))
+		}
+	}
+	return nil
 }
 
 // replay returns the command line that repeats the run.
@@ -102,7 +211,7 @@ func blackboxErr(err error) error {
 	case blackbox.ExitThreshold:
 		return codeError(exitThreshold, err.Error())
 	}
-	return fmt.Errorf("%w: %v", harness.ErrEnvironment, err)
+	return harness.EnvironmentError(err)
 }
 
 // printHTTP prints the verdict, the violations and the conformance table.
@@ -123,7 +232,11 @@ func printHTTP(w io.Writer, o *blackbox.Outcome) {
 		fmt.Fprintf(w, "  %s %s, key %s: %s\n", v.Invariant, v.Invariant.Name(), v.Key, v.Message)
 	}
 	if n := len(o.Check.Violations); n > 3 {
-		fmt.Fprintf(w, "  ... %d violations listed in the report\n", n)
+		if o.Dir != "" {
+			fmt.Fprintf(w, "  ... %d violations in all, listed in %s\n", n, filepath.Join(o.Dir, reports.MarkdownFile))
+		} else {
+			fmt.Fprintf(w, "  ... %d violations in all (no report written under --no-save; --json prints the list)\n", n)
+		}
 	}
 	if len(o.Conformance) > 0 {
 		fmt.Fprintf(w, "conformance (%s):\n", blackbox.Draft)
@@ -132,6 +245,6 @@ func printHTTP(w io.Writer, o *blackbox.Outcome) {
 		}
 	}
 	if o.Dir != "" {
-		fmt.Fprintf(w, "report: %s/report.md\n", o.Dir)
+		fmt.Fprintf(w, "report: %s\n", filepath.Join(o.Dir, reports.MarkdownFile))
 	}
 }

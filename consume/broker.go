@@ -38,6 +38,12 @@ type broker interface {
 	deadLettered(ctx context.Context) (int, error)
 	// restartServer restarts a private server; an error when there is none.
 	restartServer(ctx context.Context) error
+	// lost returns an error naming the connection that died once one of
+	// the run's connections to the broker died unplanned (a RabbitMQ
+	// connection closed by the server or the network; a NATS connection
+	// disconnected for natsLostAfter outside a planned server restart),
+	// and nil until then.
+	lost() error
 	// url is the broker's URL for worker processes (a private server's).
 	url() string
 	// resources names what the run created (queues, streams), for reports

@@ -25,6 +25,14 @@
 // left in progress). What the run created is removed at its end, also when
 // ctx is cancelled.
 //
+// Every input has a documented limit (MaxMessages and the others); Run
+// refuses a Config beyond one before it connects to anything, and
+// Config.Validate says so without running. Every wait of a
+// run, the handlers' Latency included, ends with ctx or Config.Timeout: a
+// cancelled run returns within about a second with its history so far,
+// unchecked. A broker connection that dies outside the fault plan ends
+// the run with ErrBroker naming it, never with a verdict.
+//
 // # Faults
 //
 // Faults are aimed, not random: their target messages come from the seed,

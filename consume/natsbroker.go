@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,9 +33,19 @@ type natsBroker struct {
 	stream, dlqStream string
 	subject, dlqSubj  string
 	closed            bool
+
+	mu         sync.Mutex
+	down       time.Time // when the connection went down; zero while up
+	downErr    error     // why, if the client said
+	restarting bool      // a planned server restart is under way
 }
 
 const natsDurable = "work"
+
+// natsLostAfter is how long the NATS connection may stay down (the client
+// reconnects on its own) before the run counts the broker as dead; a
+// planned server restart does not count.
+const natsLostAfter = 5 * time.Second
 
 // newNATS opens the run's streams: as their owner (the coordinator) it
 // starts the private server if the run has one, creates the streams and
@@ -52,7 +63,9 @@ func newNATS(ctx context.Context, cfg *Config, run string, owner bool) (*natsBro
 		}
 		b.srv, url = srv, srv.url()
 	}
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.Name("idembench consume"))
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.Name("idembench consume"),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.disconnected(err) }),
+		nats.ReconnectHandler(func(*nats.Conn) { b.reconnected() }))
 	if err != nil {
 		_ = b.close(ctx)
 		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
@@ -86,6 +99,36 @@ func (b *natsBroker) setup(ctx context.Context) error {
 		MaxAckPending: b.cfg.Consumers * b.cfg.Prefetch * 4,
 	})
 	return err
+}
+
+// disconnected notes that the connection went down.
+func (b *natsBroker) disconnected(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down.IsZero() {
+		b.down = time.Now()
+	}
+	b.downErr = err
+}
+
+// reconnected notes that the connection is up again.
+func (b *natsBroker) reconnected() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.down, b.downErr = time.Time{}, nil
+}
+
+func (b *natsBroker) lost() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.restarting || b.down.IsZero() || time.Since(b.down) < natsLostAfter {
+		return nil
+	}
+	why := "disconnected"
+	if b.downErr != nil {
+		why = b.downErr.Error()
+	}
+	return fmt.Errorf("the NATS connection has been down for more than %s (%s)", natsLostAfter, why)
 }
 
 func (b *natsBroker) url() string {
@@ -129,7 +172,17 @@ func (b *natsBroker) restartServer(ctx context.Context) error {
 	if b.srv == nil {
 		return fmt.Errorf("%w: no private NATS server", ErrConfig)
 	}
-	return b.srv.restart(ctx)
+	b.mu.Lock()
+	b.restarting = true
+	b.mu.Unlock()
+	err := b.srv.restart(ctx)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.restarting = false
+	if !b.down.IsZero() {
+		b.down = time.Now() // the client reconnects from now on
+	}
+	return err
 }
 
 func (b *natsBroker) close(ctx context.Context) error {

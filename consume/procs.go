@@ -155,7 +155,7 @@ func (r *runner) restartWorker() {
 
 // stopWorkers ends every worker: SIGCONT (a paused one), SIGTERM, and
 // SIGKILL for those still running 5 s later, or 500 ms later when the run
-// was cut short (interrupted).
+// was cut short (interrupted, or its broker died).
 func (r *runner) stopWorkers(cut bool) {
 	grace := 5 * time.Second
 	if cut {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -22,6 +23,8 @@ type rabbit struct {
 	pub        *amqp.Channel
 	queue, dlq string
 	closed     bool
+	mu         sync.Mutex
+	died       error // the first connection that closed unplanned
 }
 
 // newRabbit opens the run's queues: as their owner (the coordinator)
@@ -33,6 +36,7 @@ func newRabbit(ctx context.Context, cfg *Config, run string, owner bool) (*rabbi
 	if r.subConn, err = amqp.Dial(cfg.URL); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
 	}
+	r.watch(r.subConn, "consumers'")
 	if !owner {
 		return r, nil
 	}
@@ -40,6 +44,7 @@ func newRabbit(ctx context.Context, cfg *Config, run string, owner bool) (*rabbi
 		r.subConn.Close()
 		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
 	}
+	r.watch(r.pubConn, "publisher's")
 	if err := r.setup(); err != nil {
 		_ = r.close(ctx)
 		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
@@ -61,6 +66,30 @@ func (r *rabbit) setup() error {
 		return err
 	}
 	return ch.Confirm(false)
+}
+
+// watch notes conn's close with an error (by the server or the network;
+// close, ours, gives none) as the broker's death. The goroutine ends when
+// conn closes.
+func (r *rabbit) watch(conn *amqp.Connection, role string) {
+	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	go func() {
+		e, ok := <-closed
+		if !ok || e == nil {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.died == nil {
+			r.died = fmt.Errorf("the RabbitMQ %s connection died: %v", role, e)
+		}
+	}()
+}
+
+func (r *rabbit) lost() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.died
 }
 
 func (r *rabbit) url() string { return r.cfg.URL }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,7 @@ type Result struct {
 	// Stats are the message-level figures of the run.
 	Stats Stats
 	// Resources names the queues or streams the run created; Run removed
-	// them before returning.
+	// them before returning (unless the broker died).
 	Resources []string
 }
 
@@ -75,12 +76,15 @@ type runner struct {
 // what it created, also when ctx is cancelled. Every wait of the run
 // (the handlers' Latency included) ends with ctx or Config.Timeout.
 //
-// An invalid Config wraps ErrConfig (before Run connects to anything), an
-// unreachable broker ErrBroker. A run that does not drain within
-// Config.Timeout returns its checked Result and ErrNotDrained. A cancelled
-// ctx returns ctx.Err() within about a second, with the Result so far:
-// its History and Stats, unchecked (a zero Report), and Resources,
-// removed all the same.
+// An invalid Config wraps ErrConfig (before Run connects to anything); a
+// broker that cannot be reached, or whose connection dies during the run
+// (not the planned Faults.ServerRestart), wraps ErrBroker and names the
+// connection that died. A run that does not drain within Config.Timeout
+// returns its checked Result and ErrNotDrained. A cancelled ctx returns
+// ctx.Err() within about a second, with the Result so far: its History
+// and Stats, unchecked (a zero Report), and Resources, removed all the
+// same. A broker that died returns its Result so far the same way; its
+// Resources may be left on the broker.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
@@ -105,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	drainErr := r.drive(ctx)
 	r.drainedAt = time.Now()
 	close(r.stop)
-	cut := ctx.Err() != nil
+	cut := ctx.Err() != nil || errors.Is(drainErr, ErrBroker)
 	r.stopWorkers(cut)
 	r.wg.Wait()
 	if drainErr == nil {
@@ -115,7 +119,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptedCleanup)
 		closeErr := b.close(cctx)
 		cancel()
-		return r.gather(start, b.resources()), errors.Join(ctx.Err(), closeErr)
+		res := r.gather(start, b.resources())
+		if ctx.Err() != nil {
+			return res, errors.Join(ctx.Err(), closeErr)
+		}
+		if closeErr != nil {
+			return res, fmt.Errorf("%w (left on the broker: %s; %v)", drainErr, strings.Join(res.Resources, ", "), closeErr)
+		}
+		return res, drainErr
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	dead, dlErr := b.deadLettered(cctx)
@@ -220,6 +231,9 @@ func (r *runner) drive(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
+		}
+		if err := r.b.lost(); err != nil {
+			return fmt.Errorf("%w: %v", ErrBroker, err)
 		}
 		if published && r.pausing.Load() == 0 {
 			ok, err := r.b.drained(ctx)

@@ -3,8 +3,13 @@ package consume_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/idembench/idembench/consume"
 )
@@ -90,6 +95,72 @@ func TestWaitsHonourTheRun(t *testing.T) {
 				}
 				assertGone(t, b, url, res.Resources)
 			})
+		}
+	}
+}
+
+// TestBrokerDies: a broker whose connections die in the middle of a run
+// (not a planned fault) ends the run with ErrBroker naming the connection,
+// never with a verdict or a timeout.
+func TestBrokerDies(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b, func(t *testing.T) {
+			direct := brokerURL(t, b)
+			px, url := newProxy(t, direct)
+			cfg := fast(b, url, 23)
+			cfg.Messages, cfg.Latency, cfg.Recovery, cfg.Timeout = 300, 20*time.Millisecond, true, time.Minute
+			time.AfterFunc(time.Second, px.kill)
+			res, took, err := runWithin(t, context.Background(), cfg, 20*time.Second)
+			if res != nil {
+				removeResources(t, b, direct, res.Resources)
+			}
+			if !errors.Is(err, consume.ErrBroker) || errors.Is(err, consume.ErrNotDrained) {
+				t.Fatalf("err %v, want ErrBroker", err)
+			}
+			name := map[string]string{consume.RabbitMQ: "RabbitMQ", consume.NATS: "NATS"}[b]
+			if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "connection") {
+				t.Errorf("error does not name the %s connection: %v", name, err)
+			}
+			t.Logf("ended %s after the start: %v", took.Round(time.Millisecond), err)
+		})
+	}
+}
+
+// removeResources deletes the queues or streams a run whose broker died
+// could not remove.
+func removeResources(t *testing.T, broker, url string, resources []string) {
+	t.Helper()
+	switch broker {
+	case consume.RabbitMQ:
+		conn, err := amqp.Dial(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		for _, q := range resources {
+			if _, err := ch.QueueDelete(q, false, false, false); err != nil {
+				t.Errorf("delete queue %s: %v", q, err)
+			}
+		}
+	case consume.NATS:
+		nc, err := nats.Connect(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range resources {
+			if err := js.DeleteStream(context.Background(), s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+				t.Errorf("delete stream %s: %v", s, err)
+			}
 		}
 	}
 }

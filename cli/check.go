@@ -10,40 +10,64 @@ import (
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/scenarios"
 )
 
 // checkCmd is `idembench check`.
 type checkCmd struct {
 	Path      string        `arg:"" help:"A run directory (holding history.jsonl) or a history file." placeholder:"DIR|FILE"`
-	Timeout   time.Duration `help:"Budget of the linearizability check; when it runs out the verdict is inconclusive." default:"30s"`
+	Timeout   time.Duration `help:"Budget of the linearizability check, above 0 and at most 1h; when it runs out the verdict is inconclusive." default:"30s"`
 	Visualize string        `help:"Directory for the Porcupine HTML of failing keys (default: <run dir>/violations for a run directory; none for a file)." placeholder:"DIR"`
 }
 
 func (c *checkCmd) Run(ctx context.Context, std stdio, g *globals) error {
+	if c.Timeout <= 0 || c.Timeout > scenarios.MaxCheckTimeout {
+		return usage("--timeout %s: want above 0 and at most %s", c.Timeout, scenarios.MaxCheckTimeout)
+	}
 	file, vis := c.Path, c.Visualize
 	fi, err := os.Stat(c.Path)
 	if err != nil {
 		return usage("%v", err)
 	}
 	if fi.IsDir() {
-		file = filepath.Join(c.Path, "history.jsonl")
+		file = filepath.Join(c.Path, reports.HistoryFile)
 		if vis == "" {
 			vis = filepath.Join(c.Path, "violations")
 		}
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		return usage("%v", err)
+	if vis != "" {
+		if vi, err := os.Stat(vis); err == nil && !vi.IsDir() {
+			return usage("--visualize %s: not a directory", vis)
+		}
 	}
-	h, err := history.Decode(f)
-	f.Close()
-	if err != nil {
-		return usage("%s: %v", file, err)
+	if ctx.Err() != nil {
+		return interrupted("")
 	}
-	if err := ctx.Err(); err != nil {
+	// Neither reading the history nor checking it watches ctx: an
+	// interrupt leaves them to the end of the process and reports at once.
+	type checked struct {
+		h   *history.History
+		rep checker.Report
+	}
+	res, err := untilInterrupted(ctx, func() (checked, error) {
+		f, err := os.Open(file)
+		if err != nil {
+			return checked{}, usage("%v", err)
+		}
+		h, err := history.Decode(f)
+		f.Close()
+		if err != nil {
+			return checked{}, usage("%s: %v", file, err)
+		}
+		return checked{h, checker.Check(h, checker.Options{Timeout: c.Timeout, VisualizeDir: vis})}, nil
+	})
+	if ctx.Err() != nil {
+		return interrupted("")
+	}
+	if err != nil {
 		return err
 	}
-	rep := checker.Check(h, checker.Options{Timeout: c.Timeout, VisualizeDir: vis})
+	h, rep := res.h, res.rep
 	s := reports.NewSummary(reports.Measure(h, reports.MeasureOptions{}), &rep, reports.Options{})
 	hd := h.Header
 	text := textOut(std, g)
@@ -62,7 +86,8 @@ func (c *checkCmd) Run(ctx context.Context, std stdio, g *globals) error {
 // Help is the detailed help of `idembench check --help`, with examples.
 func (c *checkCmd) Help() string {
 	return `Re-checks a saved history offline and prints the verdict; the exit code
-is the verdict's (0 ok, 1 violation, 3 inconclusive).
+is the verdict's (0 ok, 1 violation, 3 inconclusive; 2 usage error, 130
+interrupted: it stops within 2 s and writes nothing).
 
 Examples:
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -17,11 +18,11 @@ import (
 // compareCmd is `idembench compare`.
 type compareCmd struct {
 	Dirs     []string `arg:"" optional:"" help:"Saved run directories to compare instead of running (each holding summary.json or history.jsonl)." placeholder:"RUN-DIR"`
-	Backends []string `help:"Store backends to run, in order: memory, redis, postgres." default:"memory" sep:","`
-	Sinks    []string `help:"Effect sinks to run: plain, fenced, tx." default:"fenced" sep:","`
-	Engines  []string `help:"Engines to run (this binary: ${engines}); an engine runs only on the backends it supports (the known-bad designs: memory)." default:"idem" sep:","`
+	Backends []string `help:"Store backends to run, in order, each at most once: memory, redis, postgres." default:"memory" sep:","`
+	Sinks    []string `help:"Effect sinks to run, each at most once: plain, fenced, tx." default:"fenced" sep:","`
+	Engines  []string `help:"Engines to run, each at most once (this binary: ${engines}); an engine runs only on the backends it supports (the known-bad designs: memory)." default:"idem" sep:","`
 	Recovery bool     `help:"Install the engine's recovery hook in every run." default:"true" negatable:""`
-	Out      string   `help:"Directory for compare.md, the overlaid plots and one run directory per configuration (default: ./idembench-out/compare-<timestamp>)." placeholder:"DIR"`
+	Out      string   `help:"Directory for compare.md, the overlaid plots and one run directory per configuration (default: ./idembench-out/compare-<timestamp>): missing, empty, or an earlier idembench output, which is replaced." placeholder:"DIR"`
 	workloadFlags
 	thresholdFlags // applied to every run
 }
@@ -57,13 +58,10 @@ func (c *compareCmd) Run(ctx context.Context, std stdio, g *globals, reg *harnes
 	} else {
 		results, out, od, err = c.runAll(ctx, std, text, g, reg)
 	}
+	if ctx.Err() != nil && od.tmp != "" {
+		return c.interrupted(results, od)
+	}
 	if err != nil {
-		if ctx.Err() != nil && od.tmp != "" && exists(od.tmp) {
-			if cerr := od.commit(); cerr != nil {
-				return fmt.Errorf("%w: %v", errInterrupted, cerr)
-			}
-			return fmt.Errorf("%w: the runs so far are in %s (not compared)", errInterrupted, out)
-		}
 		od.discard()
 		return err
 	}
@@ -80,7 +78,7 @@ func (c *compareCmd) Run(ctx context.Context, std stdio, g *globals, reg *harnes
 	cmp, err := reports.WriteComparison(write, runs)
 	if err != nil {
 		od.discard()
-		return usage("--out: %v", err)
+		return usage("--out %s: %v", out, err)
 	}
 	if err := od.commit(); err != nil {
 		return err
@@ -108,16 +106,44 @@ func (c *compareCmd) Run(ctx context.Context, std stdio, g *globals, reg *harnes
 	return nil
 }
 
-// load reads the saved runs named on the command line.
+// interrupted ends a comparison cut short: the runs that finished are
+// compared (compare.md), the one under way keeps its history so far, and
+// all of it is moved into place; the one line says what was written.
+func (c *compareCmd) interrupted(results []compareResult, od *outDir) error {
+	var runs []reports.Run
+	for _, r := range results {
+		if r.Run != nil {
+			runs = append(runs, *r.Run)
+		}
+	}
+	if len(runs) > 0 {
+		_, _ = reports.WriteComparison(od.tmp, runs)
+	}
+	if err := od.commit(); err != nil {
+		return fmt.Errorf("%w: %v", errInterrupted, err)
+	}
+	return interrupted(od.final)
+}
+
+// load reads the saved runs named on the command line. --out follows the
+// rule of every output directory (missing, empty or idembench's), but the
+// comparison is written in place: the runs may be inside it.
 func (c *compareCmd) load() ([]compareResult, string, error) {
 	out := c.Out
 	if out == "" {
 		out = filepath.Join("idembench-out", "compare-"+time.Now().Format("20060102-150405.000"))
 	}
+	if _, err := newOutDir(out); err != nil {
+		return nil, "", err
+	}
 	var results []compareResult
 	for _, dir := range c.Dirs {
 		run, err := reports.LoadRun("", dir)
 		if err != nil {
+			if exists(filepath.Join(dir, reports.SummaryFile)) {
+				return nil, "", usage("%s: cannot read %s (%v); rebuild it from %s with: idembench report --recheck %s",
+					dir, reports.SummaryFile, unwrapReports(err), reports.HistoryFile, dir)
+			}
 			return nil, "", usage("%v", err)
 		}
 		results = append(results, compareResult{Label: run.Label, Dir: dir, Run: &run, Code: exitCode(verdictError(run.Summary.Verdict))})
@@ -125,9 +151,33 @@ func (c *compareCmd) load() ([]compareResult, string, error) {
 	return results, out, nil
 }
 
+// unwrapReports returns the innermost cause of a reports error, without
+// the package prefixes and the path its message repeats.
+func unwrapReports(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
 // configs lists the configurations to run: every backend × sink × engine,
 // in the order given, without an engine on a backend it does not support.
+// Each list names a value at most once (a configuration is one run and one
+// directory).
 func (c *compareCmd) configs(reg *harness.Registry) ([]compareConfig, []compareResult, error) {
+	for _, l := range []struct {
+		flag string
+		vals []string
+	}{{"--backends", c.Backends}, {"--sinks", c.Sinks}, {"--engines", c.Engines}} {
+		for i, v := range l.vals {
+			if slices.Contains(l.vals[:i], v) {
+				return nil, nil, usage("%s: %s is given twice", l.flag, v)
+			}
+		}
+	}
 	var cfgs []compareConfig
 	var skipped []compareResult
 	for _, b := range c.Backends {
@@ -172,7 +222,9 @@ func (c *compareCmd) label(cfg compareConfig) string {
 }
 
 // runAll runs the scenario once per configuration, one after the other,
-// each into its own directory under the output directory.
+// each into its own directory under the output directory. Every flag is
+// checked, and every configuration's spec, before the first run. When ctx
+// ends it returns the results so far with ctx's error.
 func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *globals, reg *harness.Registry) ([]compareResult, string, *outDir, error) {
 	none := &outDir{}
 	sc, seed, err := c.resolve(c.thresholdFlags)
@@ -182,6 +234,12 @@ func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *g
 	cfgs, skipped, err := c.configs(reg)
 	if err != nil {
 		return nil, "", none, err
+	}
+	for _, cfg := range cfgs {
+		sp, _ := c.spec(sc, cfg, seed)
+		if err := sp.Validate(); err != nil {
+			return nil, "", none, usage("%s: %v", c.label(cfg), err)
+		}
 	}
 	out := c.Out
 	if out == "" {
@@ -196,36 +254,45 @@ func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *g
 	for i, cfg := range cfgs {
 		r := c.runOne(ctx, std, text, g, sc, cfg, seed, od.runPath(), out, fmt.Sprintf("[%d/%d]", i+1, len(cfgs)))
 		if ctx.Err() != nil {
-			return nil, out, od, ctx.Err()
+			return results, out, od, ctx.Err()
 		}
 		results = append(results, r)
 	}
 	return append(results, skipped...), out, od, nil
 }
 
-// runOne runs one configuration of the comparison into its directory under
-// base; out is where that directory will be once the comparison is moved
-// into place.
-func (c *compareCmd) runOne(ctx context.Context, std stdio, text io.Writer, g *globals, sc *scenarios.Scenario, cfg compareConfig, seed int64, base, out, step string) compareResult {
-	label := c.label(cfg)
-	name := strings.NewReplacer("/", "-", " ", "_").Replace(label)
-	dir := filepath.Join(out, name)
+// spec returns the harness spec of one configuration (without Out and
+// Progress) and its backend's URL.
+func (c *compareCmd) spec(sc *scenarios.Scenario, cfg compareConfig, seed int64) (harness.Spec, backendURL) {
 	u := resolveBackendURL(cfg.Backend, c.RedisURL, c.PostgresURL)
-	sp := harness.Spec{
+	return harness.Spec{
 		Engine: cfg.Engine, Backend: harness.Backend(cfg.Backend), URL: u.url,
 		Scenario: sc, ScenarioName: c.Scenario, Sink: cfg.Sink, NoRecovery: !c.Recovery,
 		Overrides:    c.overrides(seed),
-		Out:          filepath.Join(base, name),
 		CheckTimeout: c.checkTimeout(),
 		Thresholds:   c.thresholds(sc),
 		Tool:         "idembench " + Version,
 		KeepData:     c.KeepData,
-	}
+	}, u
+}
+
+// runOne runs one configuration of the comparison into its directory under
+// base; out is where that directory will be once the comparison is moved
+// into place. An interrupted run says nothing: the command's one line does.
+func (c *compareCmd) runOne(ctx context.Context, std stdio, text io.Writer, g *globals, sc *scenarios.Scenario, cfg compareConfig, seed int64, base, out, step string) compareResult {
+	label := c.label(cfg)
+	name := strings.NewReplacer("/", "-", " ", "_").Replace(label)
+	dir := filepath.Join(out, name)
+	sp, u := c.spec(sc, cfg, seed)
+	sp.Out = filepath.Join(base, name)
 	if p := newProgress(std.err, g.NoProgress, step+" "+label); p != nil {
 		sp.Progress = p
 	}
-	o, err := harness.Run(ctx, sp)
+	o, err := untilInterrupted(ctx, func() (*harness.Outcome, error) { return harness.Run(ctx, sp) })
 	r := compareResult{Label: label, Dir: dir}
+	if ctx.Err() != nil {
+		return r
+	}
 	if err != nil {
 		err = withBackendHint(err, cfg.Backend, u)
 		r.Err, r.Code = err, exitCode(err)

@@ -195,7 +195,7 @@ func TestInterruptExits130(t *testing.T) {
 		file string // a file the run directory must hold, if any
 	}{
 		{"saved", []string{"--out", filepath.Join(work, "run")}, "wrote the history so far to " + filepath.Join(work, "run"), reports.HistoryFile},
-		{"no-save", []string{"--no-save"}, "nothing written (--no-save)", ""},
+		{"no-save", []string{"--no-save"}, "nothing written", ""},
 		// Worker processes: each saves its history when told to stop.
 		{"workers", []string{"--backend", "redis", "--redis-url", testenv.RedisURL(t), "--workers", "2", "--out", filepath.Join(work, "workers")},
 			"wrote the history so far to " + filepath.Join(work, "workers"), reports.HistoryFile},

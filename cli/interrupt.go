@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/idembench/idembench/matrix"
 	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/sweep"
 )
 
 // interruptGrace is how long a command waits, after SIGINT or SIGTERM,
@@ -50,18 +52,41 @@ func untilInterrupted[T any](ctx context.Context, f func() (T, error)) (T, error
 	}
 }
 
-// interrupted returns the error of a run cut short: one line saying what
-// its run directory dir holds ("" when nothing is saved).
+// interrupted returns the error of a command cut short: one line saying
+// what its output directory dir holds ("" when nothing is saved) — a run,
+// its history so far, the cells of a matrix or the steps of a sweep run so
+// far, a comparison or the runs of one so far. Every command reports an
+// interrupt with it.
 func interrupted(dir string) error {
 	switch {
 	case dir == "":
-		return fmt.Errorf("%w: nothing written (--no-save)", errInterrupted)
+		return fmt.Errorf("%w: nothing written", errInterrupted)
 	case exists(filepath.Join(dir, reports.SummaryFile)):
 		return fmt.Errorf("%w: the run finished and was written to %s", errInterrupted, dir)
 	case exists(filepath.Join(dir, reports.HistoryFile)):
 		return fmt.Errorf("%w: wrote the history so far to %s (not checked; idembench check %s)", errInterrupted, dir, dir)
+	case exists(filepath.Join(dir, matrix.JSONFile)):
+		return fmt.Errorf("%w: wrote the cells run so far to %s (%s, %s; the others did not run)", errInterrupted, dir, matrix.MarkdownFile, matrix.JSONFile)
+	case exists(filepath.Join(dir, sweep.JSONFile)):
+		return fmt.Errorf("%w: wrote the steps run so far to %s (%s, capacity.md)", errInterrupted, dir, sweep.JSONFile)
+	case exists(filepath.Join(dir, reports.CompareMarkdownFile)):
+		return fmt.Errorf("%w: wrote the comparison of the runs that finished to %s (%s; an unfinished run keeps its history so far)",
+			errInterrupted, dir, reports.CompareMarkdownFile)
+	case hasRunDirs(dir):
+		return fmt.Errorf("%w: wrote the runs so far to %s (not compared)", errInterrupted, dir)
 	}
 	return fmt.Errorf("%w: nothing written", errInterrupted)
+}
+
+// hasRunDirs reports whether a directory of dir holds a run.
+func hasRunDirs(dir string) bool {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() && isRunDir(filepath.Join(dir, e.Name())) {
+			return true
+		}
+	}
+	return false
 }
 
 func exists(path string) bool {

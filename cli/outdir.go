@@ -9,7 +9,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/idembench/idembench/matrix"
 	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/sweep"
 )
 
 // outDir is the run directory of --out: a run writes into tmp, beside
@@ -20,9 +22,11 @@ type outDir struct {
 }
 
 // newOutDir checks final for a run: it may be missing, empty, or a
-// previous idembench run (it holds history.jsonl or summary.json), which
-// the run replaces. Anything else is a usage error and nothing is written.
-// An empty final means no run directory (--no-save).
+// previous idembench output (a run, comparison, matrix or sweep: it holds
+// one of outputFiles), which the command replaces. Anything else is a usage error and nothing is written.
+// The directory beside final that the run writes into must be creatable
+// (its parents are created). An empty final means no run directory
+// (--no-save).
 func newOutDir(final string) (*outDir, error) {
 	if final == "" {
 		return &outDir{}, nil
@@ -40,8 +44,8 @@ func newOutDir(final string) (*outDir, error) {
 			return nil, usage("--out %s: %v", final, err)
 		}
 		if len(ents) > 0 && !isRunDir(final) {
-			return nil, usage("--out %s: the directory is not empty and is not an idembench run directory (no %s, %s or %s); choose another or empty it",
-				final, reports.HistoryFile, reports.SummaryFile, reports.CompareMarkdownFile)
+			return nil, usage("--out %s: the directory is not empty and is not an idembench run directory (no %s); choose another or empty it",
+				final, strings.Join(outputFiles, ", "))
 		}
 	}
 	clean := filepath.Clean(final)
@@ -51,6 +55,11 @@ func newOutDir(final string) (*outDir, error) {
 	if err := os.RemoveAll(tmp); err != nil {
 		return nil, usage("--out %s: %v", final, err)
 	}
+	// Can it be written? Asked now, before the command runs for minutes.
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, usage("--out %s: cannot write beside it: %v", final, err)
+	}
+	_ = os.Remove(tmp)
 	return &outDir{final: final, tmp: tmp}, nil
 }
 
@@ -82,11 +91,19 @@ func processExists(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// isRunDir reports whether dir holds an idembench run or comparison.
+// isRunDir reports whether dir holds what an idembench command writes: a
+// run, a comparison, a matrix or a sweep.
 func isRunDir(dir string) bool {
-	return exists(filepath.Join(dir, reports.HistoryFile)) || exists(filepath.Join(dir, reports.SummaryFile)) ||
-		exists(filepath.Join(dir, reports.CompareMarkdownFile))
+	for _, f := range outputFiles {
+		if exists(filepath.Join(dir, f)) {
+			return true
+		}
+	}
+	return false
 }
+
+// outputFiles are the files that mark an idembench output directory.
+var outputFiles = []string{reports.HistoryFile, reports.SummaryFile, reports.CompareMarkdownFile, matrix.JSONFile, sweep.JSONFile}
 
 // runPath is the directory the run writes into; empty under --no-save.
 func (d *outDir) runPath() string { return d.tmp }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -18,9 +19,9 @@ type runCmd struct {
 	Engine   string `help:"Engine under test (this binary: ${engines})." default:"idem" placeholder:"NAME"`
 	Sink     string `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (the engine's transactional mode: Postgres)." default:"fenced" enum:"plain,fenced,tx"`
 	Recovery bool   `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
-	Out      string `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>)." placeholder:"DIR"`
-	NoSave   bool   `help:"Do not write the run directory." name:"no-save"`
-	Workers  int    `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs); 0 runs them in this process."`
+	Out      string `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>): missing, empty, or an earlier idembench run, which is replaced." placeholder:"DIR"`
+	NoSave   bool   `help:"Do not write the run directory (not with --out)." name:"no-save"`
+	Workers  int    `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs): 0 runs them in this process, else 1 to 64 and at most --clients (the clients are split among the workers)."`
 	workloadFlags
 	faultFlags
 	thresholdFlags
@@ -34,7 +35,7 @@ type workloadFlags struct {
 	Duration     *time.Duration `help:"Length of the traffic phase of a run, at most 24h (default: the scenario's)."`
 	Clients      *int           `help:"Concurrent clients, or workers in open loop: 1 to 10000 (default: the scenario's)."`
 	Rate         *float64       `help:"Open loop at this many requests per second, at most 1000000; 0 is closed loop (default: the scenario's)."`
-	Seed         int64          `help:"Seed for the workload and the fault schedule, the same for every run of a command; 0 picks a fresh one (printed)."`
+	Seed         int64          `help:"Seed for the workload and the fault schedule, the same for every run of a command: 0 to 2^53-1; 0 picks a fresh one (printed)."`
 	RedisURL     string         `help:"Redis URL for --backend redis (default: $IDEM_REDIS_URL, else the docker-compose.yml server redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
 	PostgresURL  string         `help:"PostgreSQL URL for --backend postgres (default: $IDEM_POSTGRES_URL, else the docker-compose.yml server postgres://postgres:postgres@127.0.0.1:5432/test)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
 	CheckTimeout *time.Duration `help:"Budget of the linearizability check of a run, above 0 and at most 1h (default: 30s); when it runs out the verdict is inconclusive."`
@@ -52,8 +53,11 @@ func (w workloadFlags) resolve(th thresholdFlags) (*scenarios.Scenario, int64, e
 	if err != nil {
 		return nil, 0, usage("--scenario: %w", err)
 	}
-	if !th.valid() {
-		return nil, 0, usage("the thresholds must not be negative (and --max-error-rate at most 1)")
+	if err := th.validate(); err != nil {
+		return nil, 0, err
+	}
+	if err := harness.CheckSeed(w.Seed); err != nil {
+		return nil, 0, usage("--seed: %v", err)
 	}
 	flags := []struct {
 		name string
@@ -98,16 +102,24 @@ func (w workloadFlags) overrides(seed int64) harness.Overrides {
 // that misses one exits 4. Each flag that is set replaces the scenario's
 // threshold of the same figure (scenario field thresholds).
 type thresholdFlags struct {
-	MaxP99                   time.Duration `help:"Exit 4 when a run's p99 latency is above this (0: the scenario's, if any)." name:"max-p99"`
-	MinThroughput            float64       `help:"Exit 4 when a run completes fewer calls per second (0: the scenario's, if any)." placeholder:"CALLS/S"`
-	MaxErrorRate             float64       `help:"Exit 4 when a larger fraction of a run's calls ends without a final answer (0: the scenario's, if any)." placeholder:"RATIO"`
+	MaxP99                   time.Duration `help:"Exit 4 when a run's p99 latency is above this: 0 (the scenario's, if any) to 24h." name:"max-p99"`
+	MinThroughput            float64       `help:"Exit 4 when a run completes fewer calls per second: 0 (the scenario's, if any) or a finite positive number." placeholder:"CALLS/S"`
+	MaxErrorRate             float64       `help:"Exit 4 when a larger fraction of a run's calls ends without a final answer: 0 (the scenario's, if any) to 1." placeholder:"RATIO"`
 	IgnoreScenarioThresholds bool          `help:"Check only the thresholds given as flags, not the scenario's."`
 }
 
-// valid reports whether no threshold is negative and the error rate is at
-// most 1.
-func (t thresholdFlags) valid() bool {
-	return t.MaxP99 >= 0 && t.MinThroughput >= 0 && t.MaxErrorRate >= 0 && t.MaxErrorRate <= 1
+// validate checks the bounds the thresholds' help states (those of a
+// scenario file's thresholds).
+func (t thresholdFlags) validate() error {
+	switch {
+	case t.MaxP99 < 0 || t.MaxP99 > scenarios.MaxP99:
+		return usage("--max-p99 %s: want 0 to %s", t.MaxP99, scenarios.MaxP99)
+	case !(t.MinThroughput >= 0) || math.IsInf(t.MinThroughput, 0): // !(x >= 0) is also true for NaN
+		return usage("--min-throughput %g: want 0 or a finite positive number", t.MinThroughput)
+	case !(t.MaxErrorRate >= 0 && t.MaxErrorRate <= 1):
+		return usage("--max-error-rate %g: want 0 to 1", t.MaxErrorRate)
+	}
+	return nil
 }
 
 // thresholds returns the thresholds of a run of sc: the scenario's, unless
@@ -131,38 +143,21 @@ func (t thresholdFlags) thresholds(sc *scenarios.Scenario) reports.Thresholds {
 }
 
 func (c *runCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Registry) error {
-	sc, seed, err := c.resolve(c.thresholdFlags)
+	sp, u, err := c.spec(reg)
 	if err != nil {
 		return err
-	}
-	eng, err := reg.Lookup(c.Engine)
-	if err != nil {
-		return usage("--engine: %v", err)
-	}
-	if c.Workers < 0 {
-		return usage("--workers must not be negative")
 	}
 	out, err := newOutDir(runDir(c.Out, c.NoSave))
 	if err != nil {
 		return err
 	}
-	u := resolveBackendURL(c.Backend, c.RedisURL, c.PostgresURL)
-	sp := harness.Spec{
-		Engine: eng, Backend: harness.Backend(c.Backend), URL: u.url,
-		Scenario: sc, ScenarioName: c.Scenario, Sink: c.Sink, NoRecovery: !c.Recovery,
-		Overrides:    c.overrides(seed),
-		Out:          out.runPath(),
-		CheckTimeout: c.checkTimeout(),
-		Thresholds:   c.thresholds(sc),
-		Tool:         "idembench " + Version,
-		KeepData:     c.KeepData,
-	}
+	sp.Out = out.runPath()
 	sweepStale()
 	if p := newProgress(std.err, g.NoProgress, ""); p != nil {
 		sp.Progress = p
 	}
 	text := textOut(std, g)
-	fmt.Fprintf(text, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sc.Name, c.Backend, c.Engine, c.Sink, seed)
+	fmt.Fprintf(text, "idembench run: scenario %s · backend %s · engine %s · sink %s · seed %d\n", sp.Scenario.Name, c.Backend, c.Engine, c.Sink, sp.Overrides.Seed)
 	plan, stop, err := c.faultFlags.plan(ctx, c.Backend)
 	defer stop()
 	if err != nil {
@@ -200,6 +195,61 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Re
 	}
 	if len(missesOf(o.Summary)) > 0 {
 		return codeError(exitThreshold, "threshold missed")
+	}
+	return nil
+}
+
+// spec checks every flag of the run, without starting or writing anything,
+// and returns the harness spec (without Out, Progress and Faults) and the
+// backend's URL.
+func (c *runCmd) spec(reg *harness.Registry) (harness.Spec, backendURL, error) {
+	var sp harness.Spec
+	sc, seed, err := c.resolve(c.thresholdFlags)
+	if err != nil {
+		return sp, backendURL{}, err
+	}
+	eng, err := reg.Lookup(c.Engine)
+	if err != nil {
+		return sp, backendURL{}, usage("--engine: %v", err)
+	}
+	if c.NoSave && c.Out != "" {
+		return sp, backendURL{}, usage("--out and --no-save do not go together")
+	}
+	if err := c.faultFlags.validate(c.Backend); err != nil {
+		return sp, backendURL{}, err
+	}
+	u := resolveBackendURL(c.Backend, c.RedisURL, c.PostgresURL)
+	sp = harness.Spec{
+		Engine: eng, Backend: harness.Backend(c.Backend), URL: u.url,
+		Scenario: sc, ScenarioName: c.Scenario, Sink: c.Sink, NoRecovery: !c.Recovery,
+		Overrides:    c.overrides(seed),
+		CheckTimeout: c.checkTimeout(),
+		Thresholds:   c.thresholds(sc),
+		Tool:         "idembench " + Version,
+		KeepData:     c.KeepData,
+	}
+	if err := sp.Validate(); err != nil {
+		return sp, u, err
+	}
+	if err := checkWorkers(c.Workers, sp); err != nil {
+		return sp, u, err
+	}
+	return sp, u, nil
+}
+
+// checkWorkers checks --workers for the run of sp: 0, or 1 to
+// multiproc.MaxWorkers on a server backend and at most the run's clients.
+func checkWorkers(workers int, sp harness.Spec) error {
+	clients := harness.WorkloadConfig(sp.Scenario, sp.Overrides).Clients
+	switch {
+	case workers == 0:
+		return nil
+	case workers < 0 || workers > multiproc.MaxWorkers:
+		return usage("--workers %d: want 0 (no worker processes) or 1 to %d", workers, multiproc.MaxWorkers)
+	case !sp.Backend.Persistent():
+		return usage("--workers needs --backend redis or postgres (effects must outlive a worker process)")
+	case workers > clients:
+		return usage("--workers %d with %d clients: each worker runs at least one client (use at most %d workers, or more --clients)", workers, clients, clients)
 	}
 	return nil
 }

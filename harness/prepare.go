@@ -80,6 +80,21 @@ func Prepare(ctx context.Context, sp Spec) (*Prepared, error) {
 	return p, nil
 }
 
+// Validate checks sp as Prepare does before it opens anything: the
+// engine, backend, URL presence, scenario, sink, overrides and the
+// workload they make. It does no I/O beyond reading a scenario file.
+// Errors wrap ErrConfig.
+func (sp Spec) Validate() error {
+	sp, err := withDefaults(sp)
+	if err != nil {
+		return err
+	}
+	if err := WorkloadConfig(sp.Scenario, sp.Overrides).Validate(); err != nil {
+		return ConfigError("%w", err)
+	}
+	return nil
+}
+
 // withDefaults fills in sp's defaults and checks what can be checked
 // before anything is opened.
 func withDefaults(sp Spec) (Spec, error) {
@@ -124,6 +139,9 @@ func withDefaults(sp Spec) (Spec, error) {
 	}
 	if o := sp.Overrides; o.Duration < 0 || o.Clients < 0 || o.Rate < 0 {
 		return sp, ConfigError("duration, clients and rate must not be negative")
+	}
+	if err := CheckSeed(sp.Overrides.Seed); err != nil {
+		return sp, err
 	}
 	sp.Overrides.Seed = Seed(sp.Overrides.Seed)
 	if sp.Tool == "" {

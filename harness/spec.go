@@ -71,8 +71,8 @@ type Overrides struct {
 	// per second; ClosedLoop makes it closed loop.
 	Rate       float64
 	ClosedLoop bool
-	// Seed fixes the workload and the fault schedule; zero picks a fresh
-	// one (Outcome.Seed says which).
+	// Seed fixes the workload and the fault schedule: 0 to MaxSeed, zero
+	// picking a fresh one (Outcome.Seed says which).
 	Seed int64
 }
 
@@ -99,6 +99,19 @@ type Progress interface {
 	// returns the figures so far. The harness calls stop when the workload
 	// has ended.
 	Watch(sample func() LiveStats, traffic time.Duration) (stop func())
+}
+
+// MaxSeed bounds a seed a caller chooses (0 to MaxSeed; zero picks one):
+// every seed is then exact in JSON, whatever reads summary.json.
+const MaxSeed = 1<<53 - 1
+
+// CheckSeed returns an error wrapping ErrConfig when seed is negative or
+// above MaxSeed.
+func CheckSeed(seed int64) error {
+	if seed < 0 || seed > MaxSeed {
+		return ConfigError("seed %d is not between 0 and %d (2^53-1; 0 picks one)", seed, int64(MaxSeed))
+	}
+	return nil
 }
 
 // Seed returns seed, or a fresh one when seed is zero: positive, below

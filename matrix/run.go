@@ -23,17 +23,20 @@ type Options struct {
 	Quick bool
 	// Backends are the backends whose cells run.
 	Backends []harness.Backend
-	// Seed is every cell's seed; zero picks a fresh one.
+	// Seed is every cell's seed, 0 to harness.MaxSeed; zero picks a
+	// fresh one.
 	Seed int64
-	// Duration is each cell's traffic phase; zero means the scenario's
-	// (worker-process cells run at least their own length).
+	// Duration is each cell's traffic phase: zero means the scenario's
+	// (2s with Quick; worker-process cells run at least their own
+	// length), else MinDuration to MaxDuration.
 	Duration time.Duration
 	// RedisURL and PostgresURL are the servers of the cells without a
 	// restart; empty means the private servers'.
 	RedisURL, PostgresURL string
 	// Servers are the private servers of the restart cells.
 	Servers Servers
-	// CheckTimeout is each cell's linearizability budget.
+	// CheckTimeout is each cell's linearizability budget, at most
+	// MaxCheckTimeout; zero means the checker's default.
 	CheckTimeout time.Duration
 	// Workers runs the worker-process cells.
 	Workers multiproc.Options
@@ -73,8 +76,10 @@ func (r *Result) Differ() (differ, errors int) {
 
 // Run runs every cell, one after the other; when ctx ends, the cells left
 // are marked not run. It never fails: a cell that cannot run is an Error
-// cell.
+// cell, and so is every cell of options Validate refuses (check them
+// first to tell).
 func Run(ctx context.Context, o Options) *Result {
+	invalid := o.Validate()
 	o.Seed = harness.Seed(o.Seed)
 	if o.Duration == 0 && o.Quick {
 		o.Duration = 2 * time.Second
@@ -82,6 +87,12 @@ func Run(ctx context.Context, o Options) *Result {
 	r := &Result{Seed: o.Seed, Quick: o.Quick, Cells: Cells(o.Quick, o.Backends, o.Servers)}
 	if len(o.Faults) > 0 {
 		r.Cells = slices.DeleteFunc(r.Cells, func(c *Cell) bool { return !slices.Contains(o.Faults, c.Fault) })
+	}
+	if invalid != nil {
+		for _, c := range r.Cells {
+			c.Observed, c.Note = Error, invalid.Error()
+		}
+		return r
 	}
 	for i, c := range r.Cells {
 		if ctx.Err() != nil {

@@ -17,27 +17,84 @@ import (
 	"github.com/idembench/idembench/harness"
 )
 
-// Spec describes a sweep. Zero fields take the defaults given.
+// Spec describes a sweep. Zero fields take the defaults given; Validate
+// states the limits of the others.
 type Spec struct {
-	// Targets are the configurations to sweep, one curve each: a harness
-	// spec with the engine, backend, URL and scenario set (default
-	// scenario "capacity"). Duration, rate and closed loop are the sweep's.
+	// Targets are the configurations to sweep, one curve each (1 to
+	// MaxTargets): a harness spec with the engine, backend, URL and
+	// scenario set (default scenario "capacity"). Duration, rate and
+	// closed loop are the sweep's.
 	Targets []Target
-	// Step is the length of each run (default 4s).
+	// Step is the length of each run (default 4s), MinStep to MaxStep.
 	Step time.Duration
-	// Steps is the number of open-loop steps (default 8), from Lo to Hi
-	// times the closed-loop rate (defaults 0.1 and 1.5), geometrically.
+	// Steps is the number of open-loop steps (default 8, at most
+	// MaxSteps), from Lo to Hi times the closed-loop rate (defaults 0.1
+	// and 1.5; 0 < Lo < Hi <= MaxHi), geometrically.
 	Steps  int
 	Lo, Hi float64
 	// SLOP99 is the latency objective: the maximum sustainable rate is the
-	// highest achieved rate of a step with p99 at most SLOP99, a passing
-	// verdict and an error rate at most MaxErrorRate (defaults 50ms, 1 %).
+	// highest achieved rate of a step with p99 at most SLOP99 (at most
+	// MaxSLOP99), a passing verdict and an error rate at most MaxErrorRate
+	// (at most 1) (defaults 50ms, 1 %).
 	SLOP99       time.Duration
 	MaxErrorRate float64
-	// Seed is every step's seed (0: one is picked and used throughout).
+	// Seed is every step's seed, 0 to harness.MaxSeed (0: one is picked
+	// and used throughout).
 	Seed int64
 	// Progress, when set, is told each step as it ends.
 	Progress func(target string, s Step)
+}
+
+// Limits of a Spec, checked by Validate.
+const (
+	MaxTargets = 10
+	MinStep    = 500 * time.Millisecond
+	MaxStep    = time.Hour
+	MaxSteps   = 50
+	MaxHi      = 10
+	MaxSLOP99  = time.Hour
+)
+
+// Validate checks sp's limits before anything runs: 1 to MaxTargets
+// targets with distinct labels; Step 0 or MinStep to MaxStep; Steps 0 or 1
+// to MaxSteps; Lo and Hi 0 or finite, with 0 < Lo < Hi <= MaxHi once the
+// defaults are in; SLOP99 0 or up to MaxSLOP99; MaxErrorRate 0 or up to 1;
+// a Seed harness.CheckSeed accepts. Errors wrap harness.ErrConfig and name
+// the field.
+func (sp *Spec) Validate() error {
+	d := *sp
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case len(sp.Targets) == 0:
+		return harness.ConfigError("sweep: no target")
+	case len(sp.Targets) > MaxTargets:
+		return harness.ConfigError("sweep: %d targets is above the limit of %d", len(sp.Targets), MaxTargets)
+	case sp.Step < 0 || sp.Step > 0 && (sp.Step < MinStep || sp.Step > MaxStep):
+		return harness.ConfigError("sweep: Step %s: want 0 (4s) or %s to %s", sp.Step, MinStep, MaxStep)
+	case sp.Steps < 0 || sp.Steps > MaxSteps:
+		return harness.ConfigError("sweep: Steps %d: want 0 (8) or 1 to %d", sp.Steps, MaxSteps)
+	case !finite(sp.Lo) || !finite(sp.Hi) || sp.Lo < 0 || sp.Hi < 0:
+		return harness.ConfigError("sweep: Lo %g and Hi %g: want finite fractions of the closed-loop rate, not negative", sp.Lo, sp.Hi)
+	case sp.SLOP99 < 0 || sp.SLOP99 > MaxSLOP99:
+		return harness.ConfigError("sweep: SLOP99 %s: want 0 (50ms) or up to %s", sp.SLOP99, MaxSLOP99)
+	case !(sp.MaxErrorRate >= 0 && sp.MaxErrorRate <= 1):
+		return harness.ConfigError("sweep: MaxErrorRate %g: want 0 (1%%) to 1", sp.MaxErrorRate)
+	}
+	if err := harness.CheckSeed(sp.Seed); err != nil {
+		return harness.ConfigError("sweep: Seed: %w", err)
+	}
+	d.defaults()
+	if !(d.Lo < d.Hi) || d.Hi > MaxHi {
+		return harness.ConfigError("sweep: Lo %g and Hi %g: want 0 < Lo < Hi <= %d", d.Lo, d.Hi, MaxHi)
+	}
+	labels := map[string]bool{}
+	for _, t := range sp.Targets {
+		if labels[t.Label] {
+			return harness.ConfigError("sweep: two targets labelled %q", t.Label)
+		}
+		labels[t.Label] = true
+	}
+	return nil
 }
 
 // Target is one configuration of a sweep.
@@ -111,7 +168,7 @@ func (sp *Spec) defaults() {
 	if sp.Lo <= 0 {
 		sp.Lo = 0.1
 	}
-	if sp.Hi <= sp.Lo {
+	if sp.Hi == 0 {
 		sp.Hi = max(1.5, sp.Lo*2)
 	}
 	if sp.SLOP99 <= 0 {
@@ -137,17 +194,25 @@ func Rates(capacity, lo, hi float64, steps int) []float64 {
 	return out
 }
 
-// Run sweeps every target in turn. Errors wrap harness.ErrConfig,
-// harness.ErrEnvironment, ErrNoCapacity or are ctx's; a step's violation is
-// not an error (Result.Violations counts them).
+// Run sweeps every target in turn, after Validate. Errors wrap
+// harness.ErrConfig, harness.ErrEnvironment, ErrNoCapacity or are ctx's; a
+// step's violation is not an error (Result.Violations counts them). When
+// ctx ends, Run returns the steps measured so far (the curve under way
+// included) with ctx's error.
 func Run(ctx context.Context, sp Spec) (*Result, error) {
-	sp.defaults()
-	if len(sp.Targets) == 0 {
-		return nil, harness.ConfigError("sweep: no target")
+	if err := sp.Validate(); err != nil {
+		return nil, err
 	}
+	sp.defaults()
 	res := &Result{SLOP99Ms: ms(sp.SLOP99), MaxErrorRate: sp.MaxErrorRate, StepS: sp.Step.Seconds(), Seed: sp.Seed}
 	for _, t := range sp.Targets {
 		c, err := sweepTarget(ctx, &sp, t)
+		if err != nil && ctx.Err() != nil {
+			if c.ClosedLoop.Verdict != "" {
+				res.Curves = append(res.Curves, c)
+			}
+			return res, ctx.Err()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("sweep %s: %w", t.Label, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/idembench/idembench/consume"
@@ -27,27 +28,30 @@ type consumeCmd struct {
 	BrokerOnly     bool          `help:"Consume with no idempotency check: every delivery applies its effect and is acked (the broker alone; expected to fail)."`
 	Sink           string        `help:"Effect sink: fenced or plain." default:"fenced" enum:"fenced,plain"`
 	Recovery       bool          `help:"Install the engine's recovery hook (fenced sink)." default:"true" negatable:""`
-	Messages       int           `help:"Distinct messages to publish." default:"200"`
-	DuplicateRate  float64       `help:"Share of messages the publisher publishes twice (a publisher retry), 0 to 1." default:"0.2"`
-	Consumers      int           `help:"Concurrent consumers." default:"4"`
-	Batch          int           `help:"Pull up to N messages at a time and claim them in one round trip (Engine.ConsumeBatch); 0 or 1: message by message (at most 500)."`
-	BatchLinger    time.Duration `help:"How long a batch waits to fill (default 20ms, at most 1s)." placeholder:"DURATION"`
-	Latency        time.Duration `help:"How long the business handler works before its effect (default 2ms)." placeholder:"DURATION"`
-	CrashBeforeAck int           `help:"Consumers killed after a message's effect and before its ack (aimed)." default:"3"`
-	Pause          int           `help:"Consumers stopped right before an effect, past their lease and the ack wait."`
-	Overlap        int           `help:"Messages published twice whose first copy waits after its claim, before its effect, until the other copy was claimed (at most half the lease): a duplicate aimed at a message in flight."`
-	Restarts       int           `help:"Consumer restarts during the run."`
+	Messages       int           `help:"Distinct messages to publish: 1 to 100000." default:"200"`
+	DuplicateRate  float64       `help:"Share of messages the publisher publishes twice (a publisher retry): 0 to 1." default:"0.2"`
+	Consumers      int           `help:"Concurrent consumers: 1 to 256 (1 to 64 with --processes)." default:"4"`
+	Batch          int           `help:"Pull up to N messages at a time and claim them in one round trip (Engine.ConsumeBatch): 0 to 500; 0 or 1: message by message."`
+	BatchLinger    time.Duration `help:"How long a batch waits to fill: 0 to 1s (0: 20ms)." placeholder:"DURATION"`
+	Latency        time.Duration `help:"How long the business handler works before its effect: above 0, at most 1m (it stops when the run ends)." default:"2ms"`
+	CrashBeforeAck int           `help:"Consumers killed after a message's effect and before its ack (aimed): 0 to 1000." default:"3"`
+	Pause          int           `help:"Consumers stopped right before an effect, past their lease and the ack wait: 0 to 100."`
+	Overlap        int           `help:"Messages published twice whose first copy waits after its claim, before its effect, until the other copy was claimed (at most half the lease), a duplicate aimed at a message in flight: 0 to 1000."`
+	Restarts       int           `help:"Consumer restarts during the run: 0 to 100, and at most --consumers without --processes (an in-process consumer restarts once)."`
 	ServerRestart  bool          `help:"NATS only: run a private nats-server with file storage and restart it mid-run."`
 	Processes      bool          `help:"Run each consumer in a worker process: crashes are SIGKILLs, pauses SIGSTOPs, restarts SIGTERMs."`
 	Seed           int64         `help:"Seed of duplicates, poison messages and fault targets; 0 picks one (printed)."`
-	Timeout        time.Duration `help:"Bound of the run from the first publish." default:"60s"`
+	Timeout        time.Duration `help:"Bound of the run from the first publish: above 0, at most 24h." default:"60s"`
 	Out            string        `help:"Run directory (default: ./idembench-out/consume-<timestamp>)." placeholder:"DIR"`
 	NoSave         bool          `help:"Do not write the run directory." name:"no-save"`
 }
 
+// defaultLatency is the default of --latency, left out of the replay line.
+const defaultLatency = 2 * time.Millisecond
+
 func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harness.Registry) error {
-	if c.DuplicateRate < 0 || c.DuplicateRate > 1 {
-		return usage("--duplicate-rate %g: want 0 to 1", c.DuplicateRate)
+	if err := c.checkFlags(); err != nil {
+		return err
 	}
 	cfg := consume.Config{
 		Broker: c.Broker, URL: c.brokerURL(), BrokerOnly: c.BrokerOnly, Sink: c.Sink, Recovery: c.Recovery && c.Sink == "fenced",
@@ -60,6 +64,9 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 			return fmt.Errorf("%w: %v", harness.ErrEnvironment, err)
 		}
 		cfg.WorkerCommand = func() *exec.Cmd { return exec.Command(exe, "consume-worker") }
+	}
+	if err := cfg.Validate(); err != nil {
+		return usage("%v", err)
 	}
 	if !c.BrokerOnly {
 		closer, err := c.openStore(ctx, reg, &cfg)
@@ -101,6 +108,74 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 		return codeError(exitThreshold, err.Error())
 	}
 	return verdictError(string(res.Report.Verdict))
+}
+
+// checkFlags checks every numeric flag against the bound its help gives
+// (consume's limits), naming the flag and the bound.
+func (c *consumeCmd) checkFlags() error {
+	consumers, consumersWant := consume.MaxConsumers, fmt.Sprintf("1 to %d (%d with --processes)", consume.MaxConsumers, consume.MaxProcesses)
+	if c.Processes {
+		consumers, consumersWant = consume.MaxProcesses, fmt.Sprintf("1 to %d with --processes (one worker process each)", consume.MaxProcesses)
+	}
+	restarts, restartsWant := consume.MaxRestarts, fmt.Sprintf("0 to %d", consume.MaxRestarts)
+	if !c.Processes && c.Consumers < restarts {
+		restarts, restartsWant = c.Consumers, fmt.Sprintf("0 to --consumers (%d) without --processes: an in-process consumer restarts once", c.Consumers)
+	}
+	counts := []struct {
+		flag      string
+		v, lo, hi int
+		want      string
+	}{
+		{"--messages", c.Messages, 1, consume.MaxMessages, ""},
+		{"--consumers", c.Consumers, 1, consumers, consumersWant},
+		{"--batch", c.Batch, 0, consume.MaxBatch, ""},
+		{"--crash-before-ack", c.CrashBeforeAck, 0, consume.MaxCrashes, ""},
+		{"--pause", c.Pause, 0, consume.MaxPauses, ""},
+		{"--overlap", c.Overlap, 0, consume.MaxOverlaps, ""},
+		{"--restarts", c.Restarts, 0, restarts, restartsWant},
+	}
+	for _, f := range counts {
+		if f.v < f.lo || f.v > f.hi {
+			if f.want == "" {
+				f.want = fmt.Sprintf("%d to %d", f.lo, f.hi)
+			}
+			return usage("%s %d: want %s", f.flag, f.v, f.want)
+		}
+	}
+	durations := []struct {
+		flag   string
+		v, max time.Duration
+		zeroOK bool
+	}{
+		{"--batch-linger", c.BatchLinger, consume.MaxBatchLinger, true},
+		{"--latency", c.Latency, consume.MaxLatency, false},
+		{"--timeout", c.Timeout, consume.MaxTimeout, false},
+	}
+	for _, f := range durations {
+		switch {
+		case f.zeroOK && (f.v < 0 || f.v > f.max):
+			return usage("%s %s: want 0 to %s", f.flag, f.v, shortDuration(f.max))
+		case !f.zeroOK && (f.v <= 0 || f.v > f.max):
+			return usage("%s %s: want above 0 and at most %s", f.flag, f.v, shortDuration(f.max))
+		}
+	}
+	if !(c.DuplicateRate >= 0 && c.DuplicateRate <= 1) { // NaN too
+		return usage("--duplicate-rate %g: want 0 to 1", c.DuplicateRate)
+	}
+	return nil
+}
+
+// shortDuration prints d without its zero minutes and seconds: 1h, 1m,
+// 24h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // duplicateRate is --duplicate-rate for consume.Config, where 0 means the
@@ -168,7 +243,7 @@ func (c *consumeCmd) replayFlags() string {
 			s += " --batch-linger " + c.BatchLinger.String()
 		}
 	}
-	if c.Latency > 0 {
+	if c.Latency != defaultLatency {
 		s += " --latency " + c.Latency.String()
 	}
 	for _, f := range []struct {

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/idembench/idembench/consume"
 	"github.com/idembench/idembench/internal/testenv"
 )
 
@@ -62,5 +66,72 @@ func TestMatrixBrokerRows(t *testing.T) {
 	if got.code != exitOK || !strings.Contains(got.stdout, "broker only (no check)   rabbitmq crash before ack") ||
 		!strings.Contains(got.stdout, "2 cells") {
 		t.Fatalf("matrix --quick --backends rabbitmq: exit %d\n%s%s", got.code, got.stdout, got.err)
+	}
+}
+
+// TestConsumeFlagLimits: every numeric flag of consume has a bound its
+// help gives; a value beyond it (or an invalid one: NaN, a negative
+// duration, --messages 0) is a usage error that names the flag and the
+// bound, before anything connects (the broker URL points nowhere) and
+// before anything is written.
+func TestConsumeFlagLimits(t *testing.T) {
+	nowhere := []string{"consume", "--url", "amqp://127.0.0.1:1/"}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--messages", "100000000"}, "--messages 100000000: want 1 to 100000"},
+		{[]string{"--messages", "0"}, "--messages 0: want 1 to 100000"},
+		{[]string{"--consumers", "100000"}, "--consumers 100000: want 1 to 256"},
+		{[]string{"--consumers", "0"}, "--consumers 0: want 1 to 256"},
+		{[]string{"--processes", "--consumers", "65"}, "--consumers 65: want 1 to 64 with --processes"},
+		{[]string{"--restarts", "100000"}, "--restarts 100000: want 0 to --consumers (4) without --processes"},
+		{[]string{"--processes", "--restarts", "101"}, "--restarts 101: want 0 to 100"},
+		{[]string{"--latency=-1ms"}, "--latency -1ms: want above 0 and at most 1m"},
+		{[]string{"--latency", "0"}, "--latency 0s: want above 0 and at most 1m"},
+		{[]string{"--latency", "1h"}, "--latency 1h0m0s: want above 0 and at most 1m"},
+		{[]string{"--timeout=-1s"}, "--timeout -1s: want above 0 and at most 24h"},
+		{[]string{"--timeout", "48h"}, "--timeout 48h0m0s: want above 0 and at most 24h"},
+		{[]string{"--duplicate-rate", "NaN"}, "--duplicate-rate NaN: want 0 to 1"},
+		{[]string{"--duplicate-rate", "1.5"}, "--duplicate-rate 1.5: want 0 to 1"},
+		{[]string{"--duplicate-rate=-0.1"}, "--duplicate-rate -0.1: want 0 to 1"},
+		{[]string{"--batch", "501"}, "--batch 501: want 0 to 500"},
+		{[]string{"--batch-linger", "2s"}, "--batch-linger 2s: want 0 to 1s"},
+		{[]string{"--crash-before-ack", "1001"}, "--crash-before-ack 1001: want 0 to 1000"},
+		{[]string{"--pause", "101"}, "--pause 101: want 0 to 100"},
+		{[]string{"--overlap", "1001"}, "--overlap 1001: want 0 to 1000"},
+		{[]string{"--messages", "2", "--crash-before-ack", "3"}, "need as many distinct messages"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			work := t.TempDir()
+			args := append(append(slices.Clone(nowhere), "--out", filepath.Join(work, "out")), c.args...)
+			start := time.Now()
+			r := runCLI(t, args...)
+			if r.code != exitUsage || !strings.Contains(r.err, c.want) {
+				t.Fatalf("exit %d (want %d), stderr lacks %q:\n%s", r.code, exitUsage, c.want, r.err)
+			}
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("refused after %s", took)
+			}
+			if got := dirNames(t, work); len(got) != 0 {
+				t.Errorf("a refused command wrote %v", got)
+			}
+		})
+	}
+	help := runCLI(t, "consume", "--help")
+	for _, bound := range []string{
+		fmt.Sprintf("publish: 1 to %d.", consume.MaxMessages),
+		fmt.Sprintf("1 to %d (1 to %d with --processes)", consume.MaxConsumers, consume.MaxProcesses),
+		fmt.Sprintf("0 to %d; 0 or 1", consume.MaxBatch),
+		fmt.Sprintf("(aimed): 0 to %d.", consume.MaxCrashes),
+		fmt.Sprintf("ack wait: 0 to %d.", consume.MaxPauses),
+		fmt.Sprintf("in flight: 0 to %d.", consume.MaxOverlaps),
+		fmt.Sprintf("during the run: 0 to %d,", consume.MaxRestarts),
+		"--messages=200", "--latency=2ms", "--timeout=60s", "at most 1m", "at most 24h", "0 to 1s",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(help.stdout), " "), bound) {
+			t.Errorf("consume --help lacks %q", bound)
+		}
 	}
 }

@@ -178,7 +178,8 @@ func dirNames(t *testing.T, dir string) []string {
 }
 
 // TestInterruptExits130: SIGINT ends a run stuck in a long pause within 2 s,
-// with exit 130 and one line saying what was written.
+// with exit 130 and one line saying what was written; the history so far
+// holds the faults injected so far, and its check does not call I6 ok.
 func TestInterruptExits130(t *testing.T) {
 	bin := buildCLI(t)
 	work := t.TempDir()
@@ -241,6 +242,16 @@ func TestInterruptExits130(t *testing.T) {
 				h, err := history.Decode(bytes.NewReader(b))
 				if err != nil || len(h.Ops) == 0 {
 					t.Errorf("history so far: %d ops, %v; want some", opsOf(h), err)
+				}
+				// The pauses under way when the run was cut short are
+				// faults of the history so far, and its check says what it
+				// could not check rather than "ok".
+				if n := faultsOf(h); n == 0 {
+					t.Errorf("the history so far records no fault; the run injected pauses")
+				}
+				r := runCLI(t, "check", out)
+				if strings.Contains(r.stdout, "faults injected: 0") || !strings.Contains(r.stdout, "I6 not checked") || strings.Contains(r.stdout, "I6 ok") {
+					t.Errorf("check of the history so far:\n%s", r.stdout)
 				}
 			}
 		})
@@ -338,6 +349,16 @@ func TestCleanFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+func faultsOf(h *history.History) int {
+	n := 0
+	for i := range h.Ops {
+		if h.Ops[i].Kind == history.KindFault {
+			n++
+		}
+	}
+	return n
 }
 
 func opsOf(h *history.History) int {

@@ -104,6 +104,8 @@ func printVerdict(w io.Writer, rep checker.Report) {
 			mark = fmt.Sprintf("%d VIOLATED", r.Violations)
 		case r.Inconclusive > 0:
 			mark = fmt.Sprintf("%d inconclusive", r.Inconclusive)
+		case r.Checked == 0:
+			mark = "not checked" // nothing to check it on (no probes: I6)
 		}
 		inv = append(inv, fmt.Sprintf("%s %s", r.Invariant, mark))
 	}

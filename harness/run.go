@@ -51,7 +51,8 @@ func (o *Outcome) Verdict() checker.Verdict { return o.Report.Verdict }
 // that produced a verdict returns a nil error, whatever the verdict;
 // errors wrap ErrConfig or ErrEnvironment, or are ctx's. A run whose ctx
 // ends during the traffic writes the history recorded so far (unchecked,
-// its effects unresolved) to sp.Out, when set, and returns ctx's error.
+// its effects unresolved, with the faults injected so far) to sp.Out, when
+// set, and returns ctx's error.
 func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 	p, err := Prepare(ctx, sp)
 	if err != nil {
@@ -90,7 +91,9 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 			return nil, ConfigError("%w", err)
 		}
 		if res != nil && ctx.Err() != nil && p.Spec.Out != "" {
-			return nil, SavePartial(p.Spec.Out, res.Recorder.History(hdr), err)
+			h := res.Recorder.History(hdr)
+			h.Ops = append(append(h.Ops, injected(inj)...), p.Faults.Windows()...)
+			return nil, SavePartial(p.Spec.Out, h, err)
 		}
 		return nil, err
 	}
@@ -106,14 +109,21 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 		return nil, EnvironmentError(err)
 	}
 	h := res.Recorder.History(hdr)
-	for _, w := range inj.Windows() {
-		h.Ops = append(h.Ops, history.Fault(w.Label, w.Start, w.End).OnKey(w.Key, uint64(w.Token)))
-	}
+	h.Ops = append(h.Ops, injected(inj)...)
 	history.SortByCall(h.Ops)
 	h.ResolveEffects(func(op *history.Op) (bool, bool) { return lookup(op.Key, op.Exec) })
 	o := &Outcome{History: h, DriverOpsPerSec: res.OpsPerSec(), Ledger: ledger.Stats(),
 		Duration: cfg.Duration, Clients: cfg.Clients, Replay: ReplayCommand(p.Spec, cfg)}
 	return p.Finish(o)
+}
+
+// injected returns the fault windows inj recorded, as history ops.
+func injected(inj *chaos.Injector) []history.Op {
+	var ops []history.Op
+	for _, w := range inj.Windows() {
+		ops = append(ops, history.Fault(w.Label, w.Start, w.End).OnKey(w.Key, uint64(w.Token)))
+	}
+	return ops
 }
 
 // openSink opens the run's sink: the engine's transactional sink, or an

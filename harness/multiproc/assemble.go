@@ -159,7 +159,8 @@ func clientOf(exec string) int {
 // savePartial writes to dir the history of a run cut short by its ctx: the
 // workers' streams as far as they got (a worker killed by the interrupt
 // may have left its last line half written; what precedes it is kept) and
-// the fault windows, unresolved against the ledger. It returns cause,
+// the fault windows (the workers', the coordinator's and the backend's),
+// unresolved against the ledger. It returns cause,
 // wrapped with what was written.
 func (co *coordinator) savePartial(dir string, streams []string, hdr history.Header, cause error) error {
 	var hs []*history.History
@@ -176,6 +177,7 @@ func (co *coordinator) savePartial(dir string, streams []string, hdr history.Hea
 	co.mu.Lock()
 	h.Ops = append(h.Ops, co.windows...)
 	co.mu.Unlock()
+	h.Ops = append(h.Ops, co.p.Faults.Windows()...) // the backend's
 	return harness.SavePartial(dir, h, cause)
 }
 

@@ -42,12 +42,38 @@ type consumeCmd struct {
 	Processes      bool          `help:"Run each consumer in a worker process: crashes are SIGKILLs, pauses SIGSTOPs, restarts SIGTERMs."`
 	Seed           int64         `help:"Seed of duplicates, poison messages and fault targets; 0 picks one (printed)."`
 	Timeout        time.Duration `help:"Bound of the run from the first publish: above 0, at most 24h." default:"60s"`
-	Out            string        `help:"Run directory (default: ./idembench-out/consume-<timestamp>)." placeholder:"DIR"`
+	Out            string        `help:"Run directory: missing, empty or a previous run, which is replaced (default: ./idembench-out/consume-<timestamp>)." placeholder:"DIR"`
 	NoSave         bool          `help:"Do not write the run directory." name:"no-save"`
 }
 
 // defaultLatency is the default of --latency, left out of the replay line.
 const defaultLatency = 2 * time.Millisecond
+
+// Help is the detailed help of `idembench consume --help`.
+func (c *consumeCmd) Help() string {
+	return `Publishes --messages messages (some twice) to a fresh RabbitMQ queue or
+NATS JetStream stream, consumes them with --consumers consumers under aimed
+faults, checks that every message had its effect at most once, prints the
+verdict and writes the run directory (history.jsonl, consume.json,
+summary.json, report.md, report.html). The run's queues or streams are
+removed at its end, also on Ctrl-C.
+
+Every numeric flag has the bound its help gives; --crash-before-ack,
+--pause and --overlap need as many distinct messages. A value out of range
+is refused (exit 2) before anything connects. A broker that dies during the
+run exits 5 naming the connection; a run that does not drain within
+--timeout exits 4; Ctrl-C (SIGINT or SIGTERM) ends it within 2 s, removes
+its queues or streams and writes the history so far (exit 130).
+
+Examples:
+
+    idembench consume                                   # RabbitMQ, reference engine: ok
+    idembench consume --broker nats --broker-only       # the broker alone: caught, exit 1
+    idembench consume --processes --consumers 3 --pause 2
+    idembench consume --json --no-save | jq .verdict
+
+` + exitCodesHelp
+}
 
 func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harness.Registry) error {
 	if err := c.checkFlags(); err != nil {
@@ -68,44 +94,64 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 	if err := cfg.Validate(); err != nil {
 		return usage("%v", err)
 	}
+	out, err := c.outDir()
+	if err != nil {
+		return err
+	}
 	if !c.BrokerOnly {
 		closer, err := c.openStore(ctx, reg, &cfg)
 		if err != nil {
+			out.discard()
 			return err
 		}
 		if closer != nil {
 			defer closer.Close()
 		}
 	}
-	res, err := consume.Run(ctx, cfg)
+	replay := fmt.Sprintf("idembench consume --broker %s --seed %d%s", c.Broker, cfg.Seed, c.replayFlags())
+	opts := reports.Options{ReplayCommand: replay}
+	res, runErr := untilInterrupted(ctx, func() (*consume.Result, error) { return consume.Run(ctx, cfg) })
+	if ctx.Err() != nil {
+		return saveInterrupted(out, res, opts)
+	}
 	switch {
-	case errors.Is(err, consume.ErrConfig):
-		return usage("%v", err)
-	case errors.Is(err, consume.ErrBroker):
-		return fmt.Errorf("%w: %v", harness.ErrEnvironment, err)
-	case err != nil && !errors.Is(err, consume.ErrNotDrained):
-		return err
+	case errors.Is(runErr, consume.ErrConfig):
+		out.discard()
+		return usage("%v", runErr)
+	case errors.Is(runErr, consume.ErrBroker):
+		out.discard()
+		return fmt.Errorf("%w: %v", harness.ErrEnvironment, runErr)
+	case runErr != nil && !errors.Is(runErr, consume.ErrNotDrained):
+		out.discard()
+		return runErr
 	}
-	out := std.out
-	if g.JSON {
-		out = std.err
-	}
-	if werr := consume.WriteSummary(out, res); werr != nil {
+	text := textOut(std, g)
+	if werr := consume.WriteSummary(text, res); werr != nil {
+		out.discard()
 		return werr
 	}
-	if !c.NoSave {
-		dir := c.Out
-		if dir == "" {
-			dir = filepath.Join("idembench-out", "consume-"+time.Now().Format("20060102-150405.000"))
-		}
-		if _, werr := consume.WriteReport(dir, res, reports.Options{}); werr != nil {
-			return werr
-		}
-		fmt.Fprintln(out, "run directory:", dir)
+	if errors.Is(runErr, consume.ErrNotDrained) {
+		fmt.Fprintln(text, "not drained (exit 4):", runErr)
 	}
-	fmt.Fprintf(out, "replay: idembench consume --broker %s --seed %d%s\n", c.Broker, cfg.Seed, c.replayFlags())
-	if errors.Is(err, consume.ErrNotDrained) {
-		return codeError(exitThreshold, err.Error())
+	var sum *reports.Summary
+	if dir := out.runPath(); dir != "" {
+		if sum, err = consume.WriteReport(dir, res, opts); err != nil {
+			out.discard()
+			return err
+		}
+		if err := out.commit(); err != nil {
+			return err
+		}
+		fmt.Fprintln(text, "run directory:", out.final)
+	} else if g.JSON {
+		sum = reports.NewSummary(reports.Measure(res.History, opts.MeasureOptions), &res.Report, opts)
+	}
+	fmt.Fprintln(text, "replay:", replay)
+	if err := writeSummaryJSON(std, g, sum); err != nil {
+		return err
+	}
+	if errors.Is(runErr, consume.ErrNotDrained) {
+		return codeError(exitThreshold, runErr.Error())
 	}
 	return verdictError(string(res.Report.Verdict))
 }
@@ -176,6 +222,50 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// outDir checks --out as `idembench run` does, through newOutDir: it may
+// be missing, empty or a previous run, which this run replaces; anything
+// else, or a place that cannot be written, is refused before any work.
+func (c *consumeCmd) outDir() (*outDir, error) {
+	dir := ""
+	if !c.NoSave {
+		dir = c.Out
+		if dir == "" {
+			dir = filepath.Join("idembench-out", "consume-"+time.Now().Format("20060102-150405.000"))
+		}
+	}
+	return newOutDir(dir)
+}
+
+// saveInterrupted writes what a run cut short by SIGINT or SIGTERM has
+// (the history so far; the whole report if the run had finished) and
+// returns the one line run prints: what the run directory holds.
+func saveInterrupted(out *outDir, res *consume.Result, opts reports.Options) error {
+	dir := out.runPath()
+	switch {
+	case dir == "":
+		return interrupted("") // --no-save
+	case res == nil || res.History == nil:
+		out.discard()
+		// The removed directory holds nothing: "nothing written", whatever
+		// a previous run left in --out.
+		return interrupted(dir)
+	}
+	var err error
+	if res.Report.Verdict != "" {
+		_, err = consume.WriteReport(dir, res, opts)
+	} else {
+		err = consume.WriteHistory(dir, res)
+	}
+	if err == nil {
+		err = out.commit()
+	}
+	if err != nil {
+		out.discard()
+		return fmt.Errorf("%w: %v", errInterrupted, err)
+	}
+	return interrupted(out.final)
 }
 
 // duplicateRate is --duplicate-rate for consume.Config, where 0 means the

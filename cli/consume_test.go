@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/idembench/idembench/consume"
 	"github.com/idembench/idembench/internal/testenv"
+	"github.com/idembench/idembench/reports"
 )
 
 // TestConsumeCommand runs `consume` on both brokers: the reference engine
@@ -133,5 +135,90 @@ func TestConsumeFlagLimits(t *testing.T) {
 		if !strings.Contains(strings.Join(strings.Fields(help.stdout), " "), bound) {
 			t.Errorf("consume --help lacks %q", bound)
 		}
+	}
+}
+
+// TestConsumeOutDirectory: consume --out follows run's rule: a foreign
+// non-empty directory is refused and left alone, an --out that cannot be
+// written is refused before anything connects, and a previous run is
+// replaced whole, with nothing left beside it.
+func TestConsumeOutDirectory(t *testing.T) {
+	work := t.TempDir()
+	foreign := filepath.Join(work, "foreign")
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := []struct {
+		out, want string
+	}{
+		{foreign, "not an idembench run directory"},
+		{"/etc/passwd", "not a directory"},
+		{"/proc/idembench-consume-test", "--out /proc/idembench-consume-test"},
+	}
+	for _, c := range refused {
+		r := runCLI(t, "consume", "--url", "amqp://127.0.0.1:1/", "--messages", "20", "--out", c.out)
+		if r.code != exitUsage || !strings.Contains(r.err, c.want) {
+			t.Errorf("--out %s: exit %d (want %d), stderr lacks %q:\n%s", c.out, r.code, exitUsage, c.want, r.err)
+		}
+	}
+	if got := dirNames(t, foreign); !slices.Equal(got, []string{"notes.txt"}) {
+		t.Fatalf("refused run wrote into the directory: %v", got)
+	}
+
+	url := testenv.AMQPURL(t)
+	out := filepath.Join(work, "run")
+	if r := runCLI(t, "consume", "--url", url, "--messages", "20", "--seed", "5", "--out", out); r.code != exitOK {
+		t.Fatalf("first run: exit %d\n%s%s", r.code, r.stdout, r.err)
+	}
+	stale := filepath.Join(out, "violations", "stale.html")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "consume", "--url", url, "--messages", "20", "--seed", "6", "--out", out)
+	if r.code != exitOK || !strings.Contains(r.stdout, "run directory: "+out+"\n") {
+		t.Fatalf("second run: exit %d\n%s%s", r.code, r.stdout, r.err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the previous run's files are still there: %v", err)
+	}
+	for _, f := range []string{reports.HistoryFile, reports.SummaryFile, consume.StatsFile} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("run directory: %v", err)
+		}
+	}
+	if got := dirNames(t, work); !slices.Equal(got, []string{"foreign", "run"}) {
+		t.Errorf("temporary directories left beside the run: %v", got)
+	}
+}
+
+// TestConsumeJSON: consume --json prints summary.json's document on
+// stdout (with --no-save too) and its text on stderr.
+func TestConsumeJSON(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	for _, save := range []string{"--no-save", "--out"} {
+		t.Run(save, func(t *testing.T) {
+			args := []string{"consume", "--json", "--url", url, "--messages", "20", "--seed", "4", save}
+			if save == "--out" {
+				args = append(args, filepath.Join(t.TempDir(), "run"))
+			}
+			r := runCLI(t, args...)
+			if r.code != exitOK || !strings.Contains(r.err, "verdict: ok") {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.err)
+			}
+			s, err := reports.DecodeSummary(strings.NewReader(r.stdout))
+			if err != nil {
+				t.Fatalf("stdout is not a summary: %v\n%s", err, r.stdout)
+			}
+			if s.Verdict != "ok" || s.Tool != "idembench consume" || s.Options["messages"] != "20" ||
+				!strings.HasPrefix(s.ReplayCommand, "idembench consume --broker rabbitmq --seed 4 --messages 20") {
+				t.Errorf("summary: verdict %q, tool %q, options %v, replay %q", s.Verdict, s.Tool, s.Options, s.ReplayCommand)
+			}
+		})
 	}
 }

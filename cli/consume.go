@@ -40,10 +40,10 @@ type consumeCmd struct {
 	Restarts       int           `help:"Consumer restarts during the run: 0 to 100, and at most --consumers without --processes (an in-process consumer restarts once)."`
 	ServerRestart  bool          `help:"NATS only: run a private nats-server with file storage and restart it mid-run."`
 	Processes      bool          `help:"Run each consumer in a worker process: crashes are SIGKILLs, pauses SIGSTOPs, restarts SIGTERMs."`
-	Seed           int64         `help:"Seed of duplicates, poison messages and fault targets; 0 picks one (printed)."`
+	Seed           int64         `help:"Seed of duplicates, poison messages and fault targets: 0 to 2^53-1; 0 picks one (printed)."`
 	Timeout        time.Duration `help:"Bound of the run from the first publish: above 0, at most 24h." default:"60s"`
 	Out            string        `help:"Run directory: missing, empty or a previous run, which is replaced (default: ./idembench-out/consume-<timestamp>)." placeholder:"DIR"`
-	NoSave         bool          `help:"Do not write the run directory." name:"no-save"`
+	NoSave         bool          `help:"Do not write the run directory (not with --out)." name:"no-save"`
 }
 
 // defaultLatency is the default of --latency, left out of the replay line.
@@ -157,7 +157,8 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 }
 
 // checkFlags checks every numeric flag against the bound its help gives
-// (consume's limits), naming the flag and the bound.
+// (consume's limits, harness.MaxSeed), naming the flag and the bound, and
+// that --out and --no-save are not both given.
 func (c *consumeCmd) checkFlags() error {
 	consumers, consumersWant := consume.MaxConsumers, fmt.Sprintf("1 to %d (%d with --processes)", consume.MaxConsumers, consume.MaxProcesses)
 	if c.Processes {
@@ -205,8 +206,13 @@ func (c *consumeCmd) checkFlags() error {
 			return usage("%s %s: want above 0 and at most %s", f.flag, f.v, shortDuration(f.max))
 		}
 	}
-	if !(c.DuplicateRate >= 0 && c.DuplicateRate <= 1) { // NaN too
+	switch {
+	case !(c.DuplicateRate >= 0 && c.DuplicateRate <= 1): // NaN too
 		return usage("--duplicate-rate %g: want 0 to 1", c.DuplicateRate)
+	case c.Seed < 0 || c.Seed > harness.MaxSeed:
+		return usage("--seed %d: want 0 to %d (2^53-1; 0 picks one)", c.Seed, int64(harness.MaxSeed))
+	case c.NoSave && c.Out != "":
+		return usage("--out and --no-save do not go together")
 	}
 	return nil
 }

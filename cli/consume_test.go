@@ -102,6 +102,9 @@ func TestConsumeFlagLimits(t *testing.T) {
 		{[]string{"--crash-before-ack", "1001"}, "--crash-before-ack 1001: want 0 to 1000"},
 		{[]string{"--pause", "101"}, "--pause 101: want 0 to 100"},
 		{[]string{"--overlap", "1001"}, "--overlap 1001: want 0 to 1000"},
+		{[]string{"--seed=-1"}, "--seed -1: want 0 to 9007199254740991"},
+		{[]string{"--seed", "9007199254740992"}, "--seed 9007199254740992: want 0 to 9007199254740991"},
+		{[]string{"--no-save"}, "--out and --no-save do not go together"},
 		{[]string{"--messages", "2", "--crash-before-ack", "3"}, "need as many distinct messages"},
 	}
 	for _, c := range cases {

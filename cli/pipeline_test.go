@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/internal/testenv"
@@ -319,5 +322,62 @@ func TestInterruptEveryCommand(t *testing.T) {
 	b, err = os.ReadFile(filepath.Join(work, "s", "sweep.json"))
 	if err == nil && !strings.Contains(string(b), `"closed_loop"`) {
 		t.Errorf("the interrupted sweep kept no step:\n%s", b)
+	}
+}
+
+// TestBackendURLMistakes: a server that answers and refuses the URL's
+// password, user or database is a usage error (exit 2) that says what to
+// change in the URL, not "unreachable" with a docker compose hint.
+func TestBackendURLMistakes(t *testing.T) {
+	r, err := servers.StartRedis(t.Context(), servers.RedisOptions{})
+	if errors.Is(err, servers.ErrNotFound) && !testenv.Required() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	rc := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	if err := rc.ConfigSet(t.Context(), "requirepass", "s3cret").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	pg, err := url.Parse(testenv.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(user, db string) string {
+		u := *pg
+		if user != "" {
+			u.User = url.User(user)
+		}
+		if db != "" {
+			u.Path = "/" + db
+		}
+		return u.String()
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--backend", "redis", "--redis-url", "redis://:wrong@" + r.Addr() + "/0"}, "refused the user name or password of the URL (WRONGPASS"},
+		{[]string{"--backend", "redis", "--redis-url", "redis://" + r.Addr() + "/0"}, "wants a password and the URL has none"},
+		{[]string{"--backend", "redis", "--redis-url", "redis://:s3cret@" + r.Addr() + "/99"}, "has no database of the number the URL ends with"},
+		{[]string{"--backend", "postgres", "--postgres-url", with("idembench_no_such_role", "")}, "refused the user of the URL"},
+		{[]string{"--backend", "postgres", "--postgres-url", with("", "idembench_no_such_db")}, "has no such database"},
+	}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			res := runCLI(t, append([]string{"run", "--no-save", "--no-progress", "--duration", "200ms"}, c.args...)...)
+			if res.code != exitUsage {
+				t.Fatalf("exit %d, want %d\n%s", res.code, exitUsage, res.err)
+			}
+			if !strings.Contains(res.err, c.want) {
+				t.Errorf("stderr lacks %q:\n%s", c.want, res.err)
+			}
+			if strings.Contains(res.err, "unreachable") || strings.Contains(res.err, "docker compose") {
+				t.Errorf("a server that answered is reported unreachable:\n%s", res.err)
+			}
+		})
 	}
 }

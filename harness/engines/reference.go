@@ -59,7 +59,9 @@ func openTxSink(ctx context.Context, env harness.Env) (workload.TxSink, io.Close
 	return s, s, nil
 }
 
-// openRedis connects to env.URL and checks that the server answers. A
+// openRedis connects to env.URL and checks that the server answers: a
+// server that refuses the URL's password or database is a configuration
+// error, one that does not answer an environment error. A
 // server that may evict keys (maxmemory-policy other than noeviction) is
 // used all the same, with a warning: the harness is there to show what that
 // does.
@@ -72,7 +74,7 @@ func openRedis(ctx context.Context, env harness.Env) (idem.Store, io.Closer, err
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		client.Close()
-		return nil, nil, fmt.Errorf("redis unreachable at %s: %w", harness.RedactURL(env.URL), err)
+		return nil, nil, redisOpenError(env.URL, err)
 	}
 	sopts.Prefix = RedisPrefix
 	st, err := redisstore.New(client, sopts)
@@ -102,7 +104,7 @@ func openPostgres(ctx context.Context, env harness.Env) (idem.Store, io.Closer, 
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, nil, fmt.Errorf("postgres unreachable at %s: %w", harness.RedactURL(env.URL), err)
+		return nil, nil, postgresOpenError(env.URL, err)
 	}
 	st, err := pgstore.New(pool, pgstore.Options{Table: PostgresTable})
 	if err != nil {

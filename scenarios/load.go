@@ -147,8 +147,10 @@ func LoadFile(path string) (*Scenario, error) {
 }
 
 // Parse reads one scenario from r; source names it in errors and in
-// Scenario.Source. Errors wrap ErrInvalid: an unknown field names the field
-// and its line; a value out of range names the field.
+// Scenario.Source. Errors wrap ErrInvalid and speak of the file, never of
+// Go types: an unknown field names the field, its line and the fields its
+// place takes; a value of the wrong shape names the field, its line and
+// what it takes; a value out of range names the field and the limit.
 func Parse(r io.Reader, source string) (*Scenario, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
 	if err != nil {
@@ -158,6 +160,9 @@ func Parse(r io.Reader, source string) (*Scenario, error) {
 		return nil, fmt.Errorf("%w: %s: larger than the limit of %d bytes", ErrInvalid, source, MaxFileSize)
 	}
 	m := indexNodes(b)
+	if err := schemaErr(b); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, source, err)
+	}
 	if err := m.scalars(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, source, err)
 	}
@@ -168,7 +173,7 @@ func Parse(r io.Reader, source string) (*Scenario, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: %s: empty file", ErrInvalid, source)
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, source, err)
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, source, decodeErr(err))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {

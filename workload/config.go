@@ -293,8 +293,8 @@ func (k Keys) withDefaults() (Keys, error) {
 	if k.Prefix == "" {
 		k.Prefix = DefaultKeyPrefix
 	}
-	if err := idem.ValidateKey(k.Prefix); err != nil {
-		return k, fieldErr("keys.prefix", "%v", err)
+	if p := keyProblem(k.Prefix); p != "" {
+		return k, fieldErr("keys.prefix", "%s", p)
 	}
 	return k, nil
 }

@@ -381,3 +381,20 @@ func TestBackendURLMistakes(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareCorruptSummary: comparing a saved run whose summary.json
+// cannot be read says what to run (idembench report --recheck DIR), not a
+// library's option name.
+func TestCompareCorruptSummary(t *testing.T) {
+	ok, _ := runDirs(t)
+	if err := os.WriteFile(filepath.Join(ok, "summary.json"), []byte("{bad"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "compare", ok, "--out", filepath.Join(t.TempDir(), "cmp"))
+	if r.code != exitUsage {
+		t.Fatalf("exit %d, want %d\n%s", r.code, exitUsage, r.err)
+	}
+	if want := "idembench report --recheck " + ok; !strings.Contains(r.err, want) || strings.Contains(r.err, "set Recheck") {
+		t.Errorf("stderr does not say to run %q:\n%s", want, r.err)
+	}
+}

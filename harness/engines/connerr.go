@@ -24,7 +24,7 @@ func redisOpenError(url string, err error) error {
 	case redis.HasErrorPrefix(err, "NOAUTH"):
 		return harness.ConfigError("redis at %s wants a password and the URL has none (%v): "+
 			"put it in the URL, redis://:PASSWORD@HOST:PORT/DB", at, err)
-	case redis.HasErrorPrefix(err, "ERR DB index is out of range"):
+	case redis.HasErrorPrefix(err, "DB index is out of range"): // HasErrorPrefix drops "ERR "
 		return harness.ConfigError("redis at %s has no database of the number the URL ends with (%v): "+
 			"a server has the databases of its 'databases' setting, 0 to 15 by default; end the URL with one of them, e.g. /0", at, err)
 	}

@@ -5,7 +5,7 @@
 // engine appended and gets every subcommand for it:
 //
 //	func main() {
-//		mine := harness.Engine{Name: "mystore", Open: openMyStore}
+//		mine := harness.StoreFactory{Name: "mystore", Open: openMyStore}
 //		os.Exit(cli.Main(os.Args[1:], append(engines.Builtin(), mine)...))
 //	}
 //
@@ -85,7 +85,7 @@ type stdio struct {
 // Main runs the command line args (without the program name) with the
 // given engines registered, stopping at SIGINT or SIGTERM, and returns
 // the exit code. It is the whole of a main function.
-func Main(args []string, engines ...harness.Engine) int {
+func Main(args []string, engines ...harness.StoreFactory) int {
 	// A run keeps its whole history in memory until it is checked: collect
 	// less often, so that the driver does not spend a quarter of its time
 	// rescanning the history it is recording (memory is cheap next to a
@@ -100,7 +100,7 @@ func Main(args []string, engines ...harness.Engine) int {
 }
 
 // Run is Main on ctx and the given writers, without signal handling.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer, engines ...harness.Engine) int {
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, engines ...harness.StoreFactory) int {
 	std := stdio{out: stdout, err: stderr}
 	reg, err := harness.NewRegistry(engines...)
 	if err != nil {

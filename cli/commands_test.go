@@ -345,7 +345,7 @@ func TestExitCodes(t *testing.T) {
 func TestCustomEngineOnServers(t *testing.T) {
 	var prefixes []string
 	ref := engines.Reference()
-	mine := harness.Engine{Name: "mine", Open: func(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {
+	mine := harness.StoreFactory{Name: "mine", Open: func(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {
 		prefixes = append(prefixes, env.Prefix)
 		return ref.Open(ctx, env)
 	}}

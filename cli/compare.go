@@ -30,7 +30,7 @@ type compareCmd struct {
 // compareConfig is one configuration of a comparison.
 type compareConfig struct {
 	Backend, Sink string
-	Engine        harness.Engine
+	Engine        harness.StoreFactory
 }
 
 // compareResult is one configuration's outcome: a run, or why there is none.

@@ -16,7 +16,7 @@ import (
 // A store author's binary: the CLI with one more engine. Every subcommand
 // then takes --engine mystore.
 func Example_customEngine() {
-	mine := harness.Engine{
+	mine := harness.StoreFactory{
 		Name:     "mystore",
 		Backends: []harness.Backend{harness.Memory},
 		Open: func(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {

@@ -26,7 +26,7 @@ func TestCompleterScenario(t *testing.T) {
 		n = 1
 	}
 	cases := []struct {
-		engine harness.Engine
+		engine harness.StoreFactory
 		want   checker.Verdict
 		inv    checker.Invariant
 	}{

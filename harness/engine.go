@@ -56,10 +56,11 @@ type StoreFunc func(ctx context.Context, env Env) (idem.Store, io.Closer, error)
 // transactional mode: the effect commits with the completion) for env.
 type TxSinkFunc func(ctx context.Context, env Env) (workload.TxSink, io.Closer, error)
 
-// Engine is a store under test, by name: the reference engine, a known-bad
-// design, or a user's own idem.Store. The CLI lists engines through this
-// type alone.
-type Engine struct {
+// StoreFactory opens the store under test, by name: the reference
+// engine's stores, a known-bad design, or a user's own idem.Store (what
+// --engine selects). The CLI lists the stores it can run through this type
+// alone; the engine that drives them is always idem.Engine.
+type StoreFactory struct {
 	// Name is what --engine selects ("idem", "naive/check-then-act").
 	Name string
 	// Backends lists the backends the engine runs on; empty means all.
@@ -90,18 +91,18 @@ type Engine struct {
 type PurgeFunc func(ctx context.Context, env Env) error
 
 // Supports reports whether e runs on b.
-func (e Engine) Supports(b Backend) bool {
+func (e StoreFactory) Supports(b Backend) bool {
 	return len(e.Backends) == 0 || slices.Contains(e.Backends, b)
 }
 
 // Registry is a list of engines, looked up by name. The zero value is
 // empty and ready to use; it is not safe for concurrent registration.
 type Registry struct {
-	engines []Engine
+	engines []StoreFactory
 }
 
 // NewRegistry returns a registry holding engines, in order.
-func NewRegistry(engines ...Engine) (*Registry, error) {
+func NewRegistry(engines ...StoreFactory) (*Registry, error) {
 	r := &Registry{}
 	for _, e := range engines {
 		if err := r.Register(e); err != nil {
@@ -113,11 +114,11 @@ func NewRegistry(engines ...Engine) (*Registry, error) {
 
 // Register adds e. An empty name, a nil Open or a name already taken is
 // an error wrapping ErrConfig.
-func (r *Registry) Register(e Engine) error {
+func (r *Registry) Register(e StoreFactory) error {
 	switch {
 	case e.Name == "" || e.Open == nil:
 		return ConfigError("engine %q: a name and an Open function are required", e.Name)
-	case slices.ContainsFunc(r.engines, func(x Engine) bool { return x.Name == e.Name }):
+	case slices.ContainsFunc(r.engines, func(x StoreFactory) bool { return x.Name == e.Name }):
 		return ConfigError("engine %q registered twice", e.Name)
 	}
 	r.engines = append(r.engines, e)
@@ -126,13 +127,13 @@ func (r *Registry) Register(e Engine) error {
 
 // Lookup returns the engine called name, or an error wrapping ErrConfig
 // that lists the valid names.
-func (r *Registry) Lookup(name string) (Engine, error) {
+func (r *Registry) Lookup(name string) (StoreFactory, error) {
 	for _, e := range r.engines {
 		if e.Name == name {
 			return e, nil
 		}
 	}
-	return Engine{}, ConfigError("engine %q: want one of %s", name, strings.Join(r.Names(), ", "))
+	return StoreFactory{}, ConfigError("engine %q: want one of %s", name, strings.Join(r.Names(), ", "))
 }
 
 // Names lists the registered names, in registration order.
@@ -153,7 +154,7 @@ func ParseBackend(s string) (Backend, error) {
 	return "", ConfigError("backend %q: want memory, redis or postgres", s)
 }
 
-func (e Engine) check(b Backend) error {
+func (e StoreFactory) check(b Backend) error {
 	if !e.Supports(b) {
 		names := make([]string, len(e.Backends))
 		for i, x := range e.Backends {

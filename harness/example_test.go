@@ -13,7 +13,7 @@ import (
 
 // One run of a built-in scenario against a store, end to end.
 func ExampleRun() {
-	mine := harness.Engine{Name: "mystore", Open: func(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {
+	mine := harness.StoreFactory{Name: "mystore", Open: func(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {
 		st := memstore.New(memstore.Options{Clock: env.Clock})
 		return st, st, nil
 	}}

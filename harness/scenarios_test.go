@@ -25,7 +25,7 @@ var builtin = func() *harness.Registry {
 	return r
 }()
 
-func engine(t *testing.T, name string) harness.Engine {
+func engine(t *testing.T, name string) harness.StoreFactory {
 	t.Helper()
 	e, err := builtin.Lookup(name)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // (fenced sink, recovery on), a fresh seed, and writes nothing.
 type Spec struct {
 	// Engine is the store under test. Required (Engine.Open).
-	Engine Engine
+	Engine StoreFactory
 	// Backend is the server kind; empty means Memory. URL is the server
 	// for Redis and Postgres (required there).
 	Backend Backend

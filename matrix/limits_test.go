@@ -24,7 +24,7 @@ func TestOptionsLimits(t *testing.T) {
 		{"negative check timeout", func(o *Options) { o.CheckTimeout = -time.Second }, "CheckTimeout -1s"},
 		{"seed", func(o *Options) { o.Seed = -3 }, "Seed"},
 		{"backend", func(o *Options) { o.Backends = []harness.Backend{"mongo"} }, `Backends: "mongo"`},
-		{"no engine", func(o *Options) { o.Engine = harness.Engine{} }, "Engine"},
+		{"no engine", func(o *Options) { o.Engine = harness.StoreFactory{} }, "Engine"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 type Options struct {
 	// Engine is the engine every cell runs; it needs a transactional mode
 	// for the tx cells (the reference engine, harness/engines).
-	Engine harness.Engine
+	Engine harness.StoreFactory
 	// Quick runs the reduced matrix for CI.
 	Quick bool
 	// Backends are the backends whose cells run.

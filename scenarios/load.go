@@ -206,7 +206,7 @@ func (f *file) scenario(source string, m nodes) (*Scenario, error) {
 		Description: f.Description,
 		Duration:    f.Duration.D,
 		Source:      source,
-		Engine: workload.Engine{
+		Engine: workload.EngineSettings{
 			LeaseTTL:     f.Engine.LeaseTTL.D,
 			Heartbeat:    f.Engine.Heartbeat.d,
 			ConflictWait: f.Engine.ConflictWait.D,

@@ -72,7 +72,7 @@ type Scenario struct {
 	// Duration is the default length of the traffic phase.
 	Duration time.Duration
 	// Engine is the engine configuration (Recovery is left to the caller).
-	Engine workload.Engine
+	Engine workload.EngineSettings
 	// Completer is the background completers of the run (none when its
 	// Count is zero; Pass is left to the caller).
 	Completer workload.Completer

@@ -26,7 +26,7 @@ func TestRatesAreGeometric(t *testing.T) {
 	}
 }
 
-func engine(t *testing.T, name string) harness.Engine {
+func engine(t *testing.T, name string) harness.StoreFactory {
 	t.Helper()
 	reg, err := harness.NewRegistry(engines.Builtin()...)
 	if err != nil {

@@ -22,7 +22,7 @@ func batchConfig(st idem.Store, sink workload.Sink) workload.Config {
 		Batch:    16,
 		Keys:     workload.Keys{Concurrent: 1, Delayed: 1, Delay: 2 * time.Millisecond, DupFraction: 0.3},
 		Retry:    workload.Retry{MaxAttempts: 10, Backoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond},
-		Engine:   workload.Engine{LeaseTTL: 200 * time.Millisecond, Recovery: true},
+		Engine:   workload.EngineSettings{LeaseTTL: 200 * time.Millisecond, Recovery: true},
 		Store:    st,
 		Sink:     sink,
 		Faults:   crashes(idem.PointAfterFn, 5),

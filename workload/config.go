@@ -45,7 +45,7 @@ type Config struct {
 	Keys     Keys
 	Retry    Retry
 	Business Business
-	Engine   Engine
+	Engine   EngineSettings
 	// Completer runs background completers during the run; the zero
 	// value runs none.
 	Completer Completer
@@ -155,8 +155,9 @@ type Latency struct {
 	Min, Max time.Duration
 }
 
-// Engine is the engine configuration of a run.
-type Engine struct {
+// EngineSettings are the settings of the idem.Engine a run drives: its
+// lease, heartbeat, conflict wait, retention and recovery hook.
+type EngineSettings struct {
 	// LeaseTTL is the lease length; zero means idem.DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// Heartbeat is the renewal interval: zero means LeaseTTL/3, negative

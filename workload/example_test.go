@@ -40,7 +40,7 @@ func ExampleRun() {
 		Sink:     sink,
 		Keys:     workload.Keys{Concurrent: 2}, // every request delivered three times at once
 		Retry:    workload.Retry{MaxAttempts: 10},
-		Engine:   workload.Engine{LeaseTTL: 200 * time.Millisecond, Recovery: true},
+		Engine:   workload.EngineSettings{LeaseTTL: 200 * time.Millisecond, Recovery: true},
 		Business: workload.Business{Latency: workload.Latency{Dist: "fixed", Mean: time.Millisecond}},
 	})
 	if err != nil {

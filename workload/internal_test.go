@@ -120,7 +120,7 @@ func TestConfigCheck(t *testing.T) {
 		{"rates", func(c *Config) { c.Business.RetryableRate = 0.7; c.Business.PermanentRate = 0.7 }, "rates"},
 		{"latency", func(c *Config) { c.Business.Latency = Latency{Dist: "uniform", Min: 2, Max: 1} }, "uniform"},
 		{"latency dist", func(c *Config) { c.Business.Latency.Dist = "pareto" }, "pareto"},
-		{"heartbeat", func(c *Config) { c.Engine = Engine{LeaseTTL: time.Second, Heartbeat: 2 * time.Second} }, "heartbeat"},
+		{"heartbeat", func(c *Config) { c.Engine = EngineSettings{LeaseTTL: time.Second, Heartbeat: 2 * time.Second} }, "heartbeat"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,7 +30,7 @@ func TestLeaseStepsRecorded(t *testing.T) {
 	_, ops := run(t, workload.Config{
 		Seed: 7, Duration: 400 * time.Millisecond, Clients: 4,
 		Store: newStore(t, nil), Sink: mustSink(t, workload.SinkFenced),
-		Engine:   workload.Engine{LeaseTTL: 60 * time.Millisecond, Recovery: true},
+		Engine:   workload.EngineSettings{LeaseTTL: 60 * time.Millisecond, Recovery: true},
 		Retry:    workload.Retry{MaxAttempts: 50, Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
 		Business: workload.Business{Latency: workload.Latency{Dist: "uniform", Min: 0, Max: 50 * time.Millisecond}},
 		Faults:   crashes(idem.PointAfterFn, 3),

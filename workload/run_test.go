@@ -100,7 +100,7 @@ func TestCrashAfterEffect(t *testing.T) {
 			res, ops := run(t, workload.Config{
 				Seed: 1, Duration: 300 * time.Millisecond, Clients: 4,
 				Store: newStore(t, nil), Sink: mustSink(t, workload.SinkFenced),
-				Engine: workload.Engine{LeaseTTL: 50 * time.Millisecond, Recovery: c.recovery},
+				Engine: workload.EngineSettings{LeaseTTL: 50 * time.Millisecond, Recovery: c.recovery},
 				Retry:  workload.Retry{MaxAttempts: 50, Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
 				Faults: crashes(idem.PointAfterFn, 3),
 			})
@@ -123,7 +123,7 @@ func TestProbeOnManualClock(t *testing.T) {
 	res, ops := run(t, workload.Config{
 		Seed: 2, Duration: 50 * time.Millisecond, Clients: 1,
 		Store: newStore(t, clock), StoreClock: clock, Sink: mustSink(t, workload.SinkFenced),
-		Engine: workload.Engine{LeaseTTL: time.Hour},
+		Engine: workload.EngineSettings{LeaseTTL: time.Hour},
 		Retry:  workload.Retry{MaxAttempts: 3, Backoff: time.Millisecond},
 		Faults: crashes(idem.PointBeforeFn, 1),
 	})
@@ -145,7 +145,7 @@ func TestEffectOutlivesClientTimeout(t *testing.T) {
 	res, ops := run(t, workload.Config{
 		Seed: 3, Duration: 100 * time.Millisecond, Clients: 2,
 		Store: newStore(t, nil), Sink: mustSink(t, workload.SinkPlain),
-		Engine:   workload.Engine{LeaseTTL: time.Second},
+		Engine:   workload.EngineSettings{LeaseTTL: time.Second},
 		Retry:    workload.Retry{Timeout: time.Millisecond},
 		Business: workload.Business{Latency: workload.Latency{Dist: "fixed", Mean: 20 * time.Millisecond}},
 		NoProbe:  true,
@@ -175,7 +175,7 @@ func TestBusinessFailures(t *testing.T) {
 			res, ops := run(t, workload.Config{
 				Seed: 4, Duration: 50 * time.Millisecond, Clients: 2,
 				Store: newStore(t, nil), Sink: mustSink(t, workload.SinkFenced),
-				Engine: workload.Engine{LeaseTTL: 100 * time.Millisecond}, Business: c.b,
+				Engine: workload.EngineSettings{LeaseTTL: 100 * time.Millisecond}, Business: c.b,
 				NoProbe: true, // a probe would run the released keys without failing
 			})
 			calls := count(ops, func(op *history.Op) bool { return op.Kind == history.KindCall && !op.Probe })
@@ -195,7 +195,7 @@ func TestOpenLoop(t *testing.T) {
 	res, ops := run(t, workload.Config{
 		Seed: 5, Duration: 300 * time.Millisecond, Clients: 4, Rate: 1000,
 		Store: newStore(t, nil), Sink: mustSink(t, workload.SinkFenced),
-		Engine: workload.Engine{LeaseTTL: time.Second},
+		Engine: workload.EngineSettings{LeaseTTL: time.Second},
 	})
 	if !res.Open || res.Deliveries < 250 || res.Deliveries > 301 {
 		t.Fatalf("open=%t deliveries %d, want about 300", res.Open, res.Deliveries)
@@ -214,7 +214,7 @@ func TestDuplicatesAndMismatches(t *testing.T) {
 	res, ops := run(t, workload.Config{
 		Seed: 6, Duration: 200 * time.Millisecond, Clients: 8,
 		Store: newStore(t, nil), Sink: mustSink(t, workload.SinkFenced),
-		Engine:   workload.Engine{LeaseTTL: time.Second},
+		Engine:   workload.EngineSettings{LeaseTTL: time.Second},
 		Keys:     workload.Keys{Dist: "zipf", Space: 50, Concurrent: 2, MismatchRate: 0.1},
 		Retry:    workload.Retry{MaxAttempts: 20, Backoff: time.Millisecond},
 		Business: workload.Business{Latency: workload.Latency{Dist: "uniform", Min: 100 * time.Microsecond, Max: time.Millisecond}},
@@ -236,7 +236,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}
 	_, err = workload.Run(context.Background(), workload.Config{
 		Duration: time.Second, Store: newStore(t, nil), Sink: mustSink(t, workload.SinkPlain),
-		Engine: workload.Engine{Recovery: true},
+		Engine: workload.EngineSettings{Recovery: true},
 	})
 	if !errors.Is(err, workload.ErrConfig) {
 		t.Fatalf("recovery on plain sink: %v", err)
@@ -307,7 +307,7 @@ func TestProbeOutlastsAPoolOfDeadConnections(t *testing.T) {
 	st := &deadConnStore{Store: newStore(t, nil), dead: 40}
 	res, ops := run(t, workload.Config{
 		Seed: 3, Duration: 200 * time.Millisecond, Clients: 4,
-		Engine: workload.Engine{LeaseTTL: 50 * time.Millisecond, Recovery: true},
+		Engine: workload.EngineSettings{LeaseTTL: 50 * time.Millisecond, Recovery: true},
 		Store:  st, Sink: mustSink(t, workload.SinkFenced),
 		Faults: armAtStop{crashes(idem.PointAfterFn, 5), st},
 	})
@@ -327,7 +327,7 @@ func TestProbeCallsAgainAfterABackendError(t *testing.T) {
 	st := &deadConnStore{Store: newStore(t, nil), seen: map[string]bool{}}
 	res, ops := run(t, workload.Config{
 		Seed: 3, Duration: 200 * time.Millisecond, Clients: 4,
-		Engine: workload.Engine{LeaseTTL: 50 * time.Millisecond, Recovery: true},
+		Engine: workload.EngineSettings{LeaseTTL: 50 * time.Millisecond, Recovery: true},
 		Store:  st, Sink: mustSink(t, workload.SinkFenced),
 		Faults: armAtStop{crashes(idem.PointAfterFn, 5), st},
 	})

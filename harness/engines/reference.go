@@ -33,8 +33,8 @@ const (
 // Reference returns the reference engine, harness.ReferenceEngine: package
 // idem on memstore, redisstore or pgstore, with a transactional mode on
 // PostgreSQL (pgstore.DoTx through pgsink.TxSink).
-func Reference() harness.Engine {
-	return harness.Engine{Name: harness.ReferenceEngine, Open: openReference, OpenTxSink: openTxSink, Purge: purgeRun}
+func Reference() harness.StoreFactory {
+	return harness.StoreFactory{Name: harness.ReferenceEngine, Open: openReference, OpenTxSink: openTxSink, Purge: purgeRun}
 }
 
 func openReference(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {

@@ -36,7 +36,7 @@ const (
 
 // config is what the options change.
 type config struct {
-	engine    harness.Engine
+	engine    harness.StoreFactory
 	backend   harness.Backend
 	url       string
 	seeds     []int64
@@ -67,7 +67,7 @@ func Scenarios(names ...string) Option {
 }
 
 // Persistent says the store keeps its records across runs (a store on its
-// own server): every run gets a per-run key prefix (harness.Engine.Persistent).
+// own server): every run gets a per-run key prefix (harness.StoreFactory.Persistent).
 func Persistent() Option {
 	return func(c *config) { c.engine.Persistent = true }
 }
@@ -84,11 +84,11 @@ func Named(name string) Option {
 // store does not support, a backend that does not answer) is an error too.
 func Run(t testing.TB, open harness.StoreFunc, opts ...Option) {
 	t.Helper()
-	RunEngine(t, harness.Engine{Name: "store under test", Open: open}, opts...)
+	RunEngine(t, harness.StoreFactory{Name: "store under test", Open: open}, opts...)
 }
 
 // RunEngine is Run for a registered engine.
-func RunEngine(t testing.TB, e harness.Engine, opts ...Option) {
+func RunEngine(t testing.TB, e harness.StoreFactory, opts ...Option) {
 	t.Helper()
 	c := &config{engine: e, backend: harness.Memory, seeds: []int64{1, 2}, scenarios: scenarios.Names(),
 		duration: 800 * time.Millisecond, budget: budget}

@@ -21,7 +21,7 @@ const redisMinPool = 64
 // outlives the process that applied it: the engine's transactional sink on
 // the store's server (env; its effects commit with the records), or a plain
 // or fenced sink on the server at sinkURL. The returned function closes it.
-func openSink(ctx context.Context, e harness.Engine, name string, env harness.Env, sinkURL string) (workload.LedgerReader, func(), error) {
+func openSink(ctx context.Context, e harness.StoreFactory, name string, env harness.Env, sinkURL string) (workload.LedgerReader, func(), error) {
 	fenced := name == workload.SinkFenced
 	switch {
 	case name == workload.SinkTx:

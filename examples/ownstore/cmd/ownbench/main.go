@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	mysql := harness.Engine{Name: "mysql", Backends: []harness.Backend{harness.Memory}, Persistent: true,
+	mysql := harness.StoreFactory{Name: "mysql", Backends: []harness.Backend{harness.Memory}, Persistent: true,
 		Open: func(ctx context.Context, _ harness.Env) (idem.Store, io.Closer, error) {
 			st, err := ownstore.Open(ctx, os.Getenv("IDEM_MYSQL_URL"))
 			return st, st, err

@@ -188,6 +188,12 @@ func TestJSONOutputs(t *testing.T) {
 				t.Fatalf("runs: %v", runs)
 			}
 		}},
+		{"sweep", []string{"sweep", "--json", "--step", "500ms", "--steps", "1", "--seed", "2", "--no-progress", "--out", filepath.Join(t.TempDir(), "sw")}, exitOK, func(t *testing.T, doc any) {
+			curves, _ := doc.(map[string]any)["curves"].([]any)
+			if len(curves) != 1 || doc.(map[string]any)["seed"] != 2.0 {
+				t.Fatalf("sweep document: %v", doc)
+			}
+		}},
 		{"scenarios", []string{"scenarios", "--json"}, exitOK, func(t *testing.T, doc any) {
 			if list, _ := doc.([]any); len(list) != len(scenarios.Names()) {
 				t.Fatalf("%d scenarios, want %d", len(list), len(scenarios.Names()))

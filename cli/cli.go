@@ -25,8 +25,9 @@
 //
 // Exit codes: 0 pass · 1 safety violation · 2 usage or configuration error ·
 // 3 inconclusive (checker budget ran out) · 4 threshold missed · 5
-// environment error (backend unreachable) · 130 interrupted (SIGINT or
-// SIGTERM; the one line printed says what was written).
+// environment error (backend unreachable, or a backend that died during a
+// run by no fault of its plan) · 130 interrupted (SIGINT or SIGTERM; the
+// one line printed says what was written).
 package cli
 
 import (

@@ -56,39 +56,20 @@ func TestConsumeInterrupt(t *testing.T) {
 			if c.saved {
 				args = append(args, "--out", out)
 			}
-			cmd := exec.Command(bin, args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(c.wait)
-			if err := cmd.Process.Signal(c.sig); err != nil {
-				t.Fatal(err)
-			}
-			sent := time.Now()
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				t.Fatalf("still running 10 s after %v\n%s", c.sig, stderr.String())
-			}
-			if took := time.Since(sent); took > 2*time.Second {
+			code, stderr, took := signalCLI(t, exec.Command(bin, args...), c.wait, c.sig)
+			if took > 2*time.Second {
 				t.Errorf("exited %s after %v, want within 2 s", took, c.sig)
 			}
-			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr.String())
+			if code != exitInterrupted {
+				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
 			}
 			// The one line run prints, naming what the directory holds.
 			dir := ""
 			if c.saved {
 				dir = out
 			}
-			if want := "idembench: " + interrupted(dir).Error() + "\n"; stderr.String() != want {
-				t.Errorf("stderr %q, want the one line %q", stderr.String(), want)
+			if want := "idembench: " + interrupted(dir).Error() + "\n"; stderr != want {
+				t.Errorf("stderr %q, want the one line %q", stderr, want)
 			}
 			if !c.saved {
 				if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -96,7 +77,7 @@ func TestConsumeInterrupt(t *testing.T) {
 				}
 				return
 			}
-			if !strings.Contains(stderr.String(), "wrote the history so far to "+out) {
+			if !strings.Contains(stderr, "wrote the history so far to "+out) {
 				t.Errorf("stderr does not say the history so far was written to %s", out)
 			}
 			b, err := os.ReadFile(filepath.Join(out, reports.HistoryFile))

@@ -204,34 +204,17 @@ func TestInterruptExits130(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"run", "--scenario", stuck, "--seed", "5", "--no-progress"}, c.args...)...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
 			// Worker processes get longer to start and reach their pause.
-			time.Sleep(map[bool]time.Duration{false: time.Second, true: 3 * time.Second}[c.name == "workers"])
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-			sent := time.Now()
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				t.Fatalf("still running 5 s after SIGINT\n%s", stderr.String())
-			}
-			if took := time.Since(sent); took > 2*time.Second {
+			wait := map[bool]time.Duration{false: time.Second, true: 3 * time.Second}[c.name == "workers"]
+			code, stderr, took := signalCLI(t, cmd, wait, syscall.SIGINT)
+			if took > 2*time.Second {
 				t.Errorf("exited %s after SIGINT, want within 2 s", took)
 			}
-			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr.String())
+			if code != exitInterrupted {
+				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
 			}
-			if !strings.Contains(stderr.String(), "idembench: interrupted: "+c.want) {
-				t.Errorf("stderr lacks %q:\n%s", c.want, stderr.String())
+			if !strings.Contains(stderr, "idembench: interrupted: "+c.want) {
+				t.Errorf("stderr lacks %q:\n%s", c.want, stderr)
 			}
 			if c.file != "" {
 				out := c.args[len(c.args)-1]

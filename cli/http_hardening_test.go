@@ -282,33 +282,15 @@ func TestHTTPInterruptExits130(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"http", target, "--duration", "1h", "--clients", "2", "--seed", "5"}, c.args...)...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(1500 * time.Millisecond)
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-			sent := time.Now()
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				t.Fatalf("still running 5 s after SIGINT\n%s", stderr.String())
-			}
-			if took := time.Since(sent); took > 2*time.Second {
+			code, stderr, took := signalCLI(t, cmd, 1500*time.Millisecond, syscall.SIGINT)
+			if took > 2*time.Second {
 				t.Errorf("exited %s after SIGINT, want within 2 s", took)
 			}
-			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr.String())
+			if code != exitInterrupted {
+				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
 			}
-			if !strings.Contains(stderr.String(), "idembench: interrupted: "+c.want) {
-				t.Errorf("stderr lacks %q:\n%s", c.want, stderr.String())
+			if !strings.Contains(stderr, "idembench: interrupted: "+c.want) {
+				t.Errorf("stderr lacks %q:\n%s", c.want, stderr)
 			}
 			if c.out == "" {
 				return

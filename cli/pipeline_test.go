@@ -232,13 +232,21 @@ func interruptCLI(t *testing.T, bin, dir string, wait time.Duration, args ...str
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	return signalCLI(t, cmd, wait, syscall.SIGINT)
+}
+
+// signalCLI starts cmd, sends it sig after wait, and returns its exit
+// code, its stderr and how long it took to exit after the signal. A
+// command still running 10 s after the signal is killed and fails t.
+func signalCLI(t *testing.T, cmd *exec.Cmd, wait time.Duration, sig os.Signal) (int, string, time.Duration) {
+	t.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(wait)
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	sent := time.Now()
@@ -249,7 +257,7 @@ func interruptCLI(t *testing.T, bin, dir string, wait time.Duration, args ...str
 	case <-time.After(10 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("%v: still running 10 s after SIGINT\n%s", args, stderr.String())
+		t.Fatalf("%v: still running 10 s after %v\n%s", cmd.Args, sig, stderr.String())
 	}
 	return cmd.ProcessState.ExitCode(), stderr.String(), time.Since(sent)
 }

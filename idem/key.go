@@ -24,10 +24,28 @@ func ValidateKey(key string) error {
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x21 || c > 0x7e {
-			return fmt.Errorf("%w: byte %#02x at offset %d is not printable ASCII", ErrInvalidKey, c, i)
+			return fmt.Errorf("%w: %s at offset %d; a key holds printable ASCII only, without spaces (0x21 to 0x7e)",
+				ErrInvalidKey, describeByte(c), i)
 		}
 	}
 	return nil
+}
+
+// describeByte names a byte a key may not hold in words a user
+// recognises: "a space", "a tab", "a control byte 0x07", "a non-ASCII
+// byte 0xc3".
+func describeByte(c byte) string {
+	switch {
+	case c == ' ':
+		return "a space"
+	case c == '\t':
+		return "a tab"
+	case c == '\n' || c == '\r':
+		return fmt.Sprintf("a line break (%#02x)", c)
+	case c < 0x20 || c == 0x7f:
+		return fmt.Sprintf("a control byte %#02x", c)
+	}
+	return fmt.Sprintf("a non-ASCII byte %#02x", c)
 }
 
 // ScopedKey returns the key under which the store keeps key in scope: it is

@@ -406,3 +406,20 @@ func TestCompareCorruptSummary(t *testing.T) {
 		t.Errorf("stderr does not say to run %q:\n%s", want, r.err)
 	}
 }
+
+// TestReportCorruptSummary: report on a run whose summary.json cannot be
+// read says to rerun it with --recheck, not a library's option name
+// ("set Recheck"), and exits 2.
+func TestReportCorruptSummary(t *testing.T) {
+	ok, _ := runDirs(t)
+	if err := os.WriteFile(filepath.Join(ok, "summary.json"), []byte("{bad"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "report", ok)
+	if r.code != exitUsage {
+		t.Fatalf("exit %d, want %d\n%s", r.code, exitUsage, r.err)
+	}
+	if want := "idembench report --recheck " + ok; !strings.Contains(r.err, want) || strings.Contains(r.err, "set Recheck") {
+		t.Errorf("stderr does not say to run %q:\n%s", want, r.err)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,6 +33,9 @@ func (c *reportCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		Check:   checker.Options{Timeout: c.Timeout, VisualizeDir: filepath.Join(c.Dir, "violations")},
 	}
 	reg, err := reports.RegenerateRun(c.Dir, opts)
+	if errors.Is(err, reports.ErrSummaryUnreadable) {
+		return usage("report %s: %v; run idembench report --recheck %s to rebuild it from the history", c.Dir, err, c.Dir)
+	}
 	if err != nil {
 		return usage("report %s: %v", c.Dir, err)
 	}

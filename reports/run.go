@@ -88,6 +88,11 @@ func Regenerate(dir string, opts RegenerateOptions) (*Summary, error) {
 	return r.Summary, nil
 }
 
+// ErrSummaryUnreadable is wrapped by RegenerateRun when the run's summary
+// cannot be read and RegenerateOptions.Recheck is not set: setting it
+// rebuilds the summary from the history.
+var ErrSummaryUnreadable = errors.New("the run's summary cannot be read")
+
 // Regeneration is what RegenerateRun did.
 type Regeneration struct {
 	// Summary is the summary it wrote.
@@ -125,7 +130,7 @@ func RegenerateRun(dir string, opts RegenerateOptions) (*Regeneration, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		old, r.SummaryMissing = nil, true
 	case err != nil && !opts.Recheck:
-		return nil, fmt.Errorf("reports: regenerate: %w (set Recheck to rebuild it from the history)", err)
+		return nil, fmt.Errorf("reports: regenerate: %w: %w", ErrSummaryUnreadable, err)
 	case err != nil:
 		old = nil
 	}

@@ -26,13 +26,16 @@ var Backends = []harness.Backend{harness.Memory, harness.Redis, harness.Postgres
 var Faults = []Fault{Crash, Pause, Dup, Net, Restart, Failover, CrashBeforeAck}
 
 // Validate checks o before anything starts: an Engine with an Open
-// function; Backends and Faults from the lists above; Duration 0 (the
+// function when any cell is a scenario cell (not a broker's); Backends and Faults from the lists above; Duration 0 (the
 // scenarios') or MinDuration to MaxDuration; CheckTimeout 0 (the
 // checker's default) or up to MaxCheckTimeout; a Seed harness.CheckSeed
 // accepts. Errors wrap harness.ErrConfig and name the field.
 func (o *Options) Validate() error {
+	// Broker cells run consumers of their own; only scenario cells (any
+	// backend but a broker, and the default list) need o.Engine.
+	scenarioCells := len(o.Backends) == 0 || slices.ContainsFunc(o.Backends, func(b harness.Backend) bool { return !isBroker(b) })
 	switch {
-	case o.Engine.Open == nil:
+	case o.Engine.Open == nil && scenarioCells:
 		return harness.ConfigError("matrix: Engine: an engine with an Open function is required")
 	case o.Duration < 0 || o.Duration > 0 && (o.Duration < MinDuration || o.Duration > MaxDuration):
 		return harness.ConfigError("matrix: Duration %s: want 0 (the scenarios') or %s to %s", o.Duration, MinDuration, MaxDuration)

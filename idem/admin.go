@@ -53,6 +53,23 @@ type StoreStats struct {
 	Bytes int64
 }
 
+// Add counts rec, a record that decoded, read at now by the store's clock:
+// InProgress (and Stuck when its lease has expired), Completed or Failed.
+// Corrupt and Bytes are the caller's to count.
+func (s *StoreStats) Add(rec *Record, now time.Time) {
+	switch rec.Status {
+	case StatusInProgress:
+		s.InProgress++
+		if !now.Before(rec.LeaseExpiry) {
+			s.Stuck++
+		}
+	case StatusCompleted:
+		s.Completed++
+	case StatusFailed:
+		s.Failed++
+	}
+}
+
 // Statter is implemented by stores that can count their records.
 type Statter interface {
 	// Stats counts every record. It reads the whole store: an operator's

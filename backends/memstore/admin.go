@@ -72,22 +72,13 @@ func (s *Store) Stats(ctx context.Context) (idem.StoreStats, error) {
 			if !now.Before(e.expires) {
 				continue
 			}
-			if _, err := e.record(k); err != nil {
+			rec, err := e.record(k)
+			if err != nil {
 				st.Corrupt++
 				continue
 			}
 			st.Bytes += int64(len(k))
-			switch e.status {
-			case idem.StatusInProgress:
-				st.InProgress++
-				if !now.Before(e.leaseExp) {
-					st.Stuck++
-				}
-			case idem.StatusCompleted:
-				st.Completed++
-			case idem.StatusFailed:
-				st.Failed++
-			}
+			st.Add(rec, now)
 			if e.hasResp {
 				st.Bytes += int64(e.resp.Size())
 			}

@@ -91,17 +91,7 @@ func (s *Store) Stats(ctx context.Context) (idem.StoreStats, error) {
 			st.Corrupt++
 			return true
 		}
-		switch rec.Status {
-		case idem.StatusInProgress:
-			st.InProgress++
-			if !now.Before(rec.LeaseExpiry) {
-				st.Stuck++
-			}
-		case idem.StatusCompleted:
-			st.Completed++
-		case idem.StatusFailed:
-			st.Failed++
-		}
+		st.Add(rec, now)
 		return true
 	})
 	if err != nil {

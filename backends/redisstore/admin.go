@@ -126,17 +126,7 @@ func (s *Store) Stats(ctx context.Context) (idem.StoreStats, error) {
 				return err
 			}
 			st.Bytes += usage[i].Val()
-			switch rec.Status {
-			case idem.StatusInProgress:
-				st.InProgress++
-				if !now.Before(rec.LeaseExpiry) {
-					st.Stuck++
-				}
-			case idem.StatusCompleted:
-				st.Completed++
-			case idem.StatusFailed:
-				st.Failed++
-			}
+			st.Add(rec, now)
 		}
 		return nil
 	})

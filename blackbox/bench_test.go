@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/workload"
 )
 
 // benchConns is the number of connections (clients) of both loops.
@@ -109,13 +110,16 @@ operation:
 	}
 	tr := newTransport()
 	defer tr.CloseIdleConnections()
-	drv := &driver{
-		spec: &spec, op: &tg.Operation, client: &http.Client{Transport: tr}, base: func() string { return url },
-		svc: &Fields{}, rec: history.NewRecorder(), now: history.Now, prefix: "bench", keys: newKeyTable(), tally: newAnswerTally(),
+	ht := &httpTarget{
+		spec: &spec, op: &tg.Operation, client: &http.Client{Transport: tr}, base: url,
+		svc: &Fields{}, rec: history.NewRecorder(), now: history.Now, keys: newKeyTable(), tally: newAnswerTally(),
 	}
-	stop := time.Now().Add(d)
-	return measure(func() int64 { return int64(drv.rec.Len()) }, func() {
-		drv.run(context.Background(), stop, stop.Add(time.Second))
+	cfg := ht.config("bench", nil)
+	cfg.NoProbe = true
+	return measure(func() int64 { return int64(ht.rec.Len()) }, func() {
+		if _, err := workload.Run(context.Background(), cfg); err != nil {
+			t.Error(err)
+		}
 	})
 }
 

@@ -195,6 +195,7 @@ type runner struct {
 	t         *Target
 	now       func() int64
 	fields    Fields
+	prefix    string // the run's key prefix
 	ds        *Downstream
 	svc       *service
 	proxy     *netfault.Proxy
@@ -304,6 +305,7 @@ func (r *runner) run(ctx context.Context) (Outcome, error) {
 	client := &http.Client{Transport: r.transport}
 	nonce := "r" + strconv.FormatInt(time.Now().UnixMilli(), 36)
 	prefix := spec.Keys.Prefix + "-" + nonce
+	r.prefix = prefix
 	if !t.Conformance.Skip {
 		p := &prober{t: t, client: client, base: base, ds: r.ds, svc: &r.fields, seed: spec.Seed, prefix: "c" + nonce}
 		out.Conformance = p.run(tctx)
@@ -319,57 +321,46 @@ func (r *runner) run(ctx context.Context) (Outcome, error) {
 	if r.proxy != nil {
 		clientBase = "http://" + r.proxy.Addr()
 	}
-	d := &driver{
-		spec: spec, op: &t.Operation, client: client, base: func() string { return clientBase },
-		svc: &r.fields, rec: history.NewRecorder(), now: r.now, prefix: prefix, keys: newKeyTable(), tally: newAnswerTally(),
+	tg := &httpTarget{
+		spec: spec, op: &t.Operation, client: client, base: clientBase, svc: &r.fields,
+		rec: history.NewRecorder(), now: r.now, keys: newKeyTable(), tally: newAnswerTally(),
 	}
 	fr := &faultRunner{faults: schedule(spec.Faults, spec.Seed, spec.Duration, spec.Retry.Timeout), proxy: r.proxy, svc: r.svc, now: r.now}
-	start := time.Now()
+	tg.faults = &runFaults{fr: fr, ctx: tctx}
 	wall := time.Now().UTC()
-	// cut ends the run early: ctx's end (the history so far is saved) or
-	// the service's own exit.
-	cut := func() error {
-		if ctx.Err() != nil {
-			return r.savePartial(ctx, d, fr, wall, base, &out)
-		}
-		return r.serviceExit()
+	// The driver of `idembench run`: traffic, drain, faults healed, then
+	// the liveness probe after Spec.ProbeAfter.
+	_, werr := workload.Run(tctx, tg.config(prefix, tg.faults))
+	if ctx.Err() != nil {
+		return out, r.savePartial(ctx, tg, fr, wall, base, &out)
 	}
-	fr.start(tctx)
-	stop := start.Add(spec.Duration)
-	d.run(tctx, stop, stop.Add(workload.DefaultDrainTimeout))
-	ferr := fr.stop(tctx)
-	if err := cut(); err != nil {
+	if err := r.serviceExit(); err != nil {
 		return out, err
 	}
-	if ferr != nil {
+	if ferr := tg.faults.err; ferr != nil {
 		out.Notes = append(out.Notes, "fault: "+ferr.Error())
 		if errors.Is(ferr, ErrEnvironment) {
 			return out, ferr
 		}
 	}
-	select {
-	case <-time.After(spec.ProbeAfter):
-	case <-tctx.Done():
-	}
-	if err := cut(); err != nil {
-		return out, err
-	}
-	d.probe(tctx)
-	if err := cut(); err != nil {
-		return out, err
+	if werr != nil {
+		return out, envf("load driver: %v", werr)
 	}
 
-	h := d.rec.History(r.header(wall, base))
-	if err := r.addEffects(tctx, h, d, &out); err != nil {
-		if cerr := cut(); cerr != nil {
-			return out, cerr
+	h := tg.rec.History(r.header(wall, base))
+	if err := r.addEffects(tctx, h, tg, prefix, &out); err != nil {
+		if ctx.Err() != nil {
+			return out, r.savePartial(ctx, tg, fr, wall, base, &out)
+		}
+		if serr := r.serviceExit(); serr != nil {
+			return out, serr
 		}
 		return out, err
 	}
 	r.addFaults(h, fr)
 	out.History = h
 	if nothingHappened(h) {
-		return out, d.tally.noSuccess(base)
+		return out, tg.tally.noSuccess(base)
 	}
 	return r.finish(h, &out)
 }
@@ -437,11 +428,11 @@ func (r *runner) serviceExit() error {
 // savePartial writes what a run cut short by ctx has to Spec.Dir, when
 // set: the history so far, with the effects that need no query, and
 // conformance.json. It returns ctx's cause, wrapped with what was written.
-func (r *runner) savePartial(ctx context.Context, d *driver, fr *faultRunner, wall time.Time, base string, out *Outcome) error {
+func (r *runner) savePartial(ctx context.Context, tg *httpTarget, fr *faultRunner, wall time.Time, base string, out *Outcome) error {
 	cause := context.Cause(ctx)
-	h := d.rec.History(r.header(wall, base))
+	h := tg.rec.History(r.header(wall, base))
 	if k := r.t.Oracle.Kind; k != OracleHTTP && k != OracleSQL {
-		_ = r.addEffects(ctx, h, d, out) // local: reads no service
+		_ = r.addEffects(ctx, h, tg, r.prefix, out) // local: reads no service
 	}
 	r.addFaults(h, fr)
 	out.History = h
@@ -487,10 +478,10 @@ func (r *runner) header(wall time.Time, base string) history.Header {
 }
 
 // addEffects reads the oracle and appends its effect ops to h.
-func (r *runner) addEffects(ctx context.Context, h *history.History, d *driver, out *Outcome) error {
+func (r *runner) addEffects(ctx context.Context, h *history.History, tg *httpTarget, prefix string, out *Outcome) error {
 	switch r.t.Oracle.Kind {
 	case OracleDownstream:
-		ops, other := downstreamEffects(r.ds.Calls(), d.prefix+"-")
+		ops, other := downstreamEffects(r.ds.Calls(), prefix+"-")
 		h.Ops = append(h.Ops, ops...)
 		if other > 0 {
 			out.Notes = append(out.Notes, fmt.Sprintf("the downstream received %d call(s) for keys outside the workload (conformance probes, calls without the key header)", other))
@@ -509,7 +500,7 @@ func (r *runner) addEffects(ctx context.Context, h *history.History, d *driver, 
 		out.Notes = append(out.Notes, "oracle reported "+describeCounts(counts))
 		h.Ops = append(h.Ops, countEffects(counts, firstCalls(h.Ops))...)
 	default:
-		h.Ops = append(h.Ops, responseEffects(d.keys.ids())...)
+		h.Ops = append(h.Ops, responseEffects(tg.keys.ids())...)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func (c *client) deliverBatch(ctx context.Context, dls []delivery) {
 	for i, dl := range dls {
 		fp, fpID := fingerprint(dl.key, dl.mismatch)
 		todo[i] = pulled{dl: dl, fp: fp, fpID: fpID, n: 1}
-		c.last = dl.key
+		c.last, c.lastSeq = dl.key, dl.seq
 	}
 	r := &c.d.cfg.Retry
 	for len(todo) > 0 {
@@ -38,7 +38,7 @@ func (c *client) deliverBatch(ctx context.Context, dls []delivery) {
 			}
 			// As in deliver: a delivery without a final answer marks its
 			// key for the liveness probe, retried or not.
-			c.pending[p.dl.key] = struct{}{}
+			c.pending[p.dl.key] = p.dl.seq
 			if p.n >= r.MaxAttempts || ctx.Err() != nil || c.d.pastDrain() {
 				continue
 			}
@@ -63,7 +63,7 @@ func (c *client) callBatch(ctx context.Context, ps []pulled) []history.Outcome {
 	calls := newBatchCalls(len(ps))
 	for i, p := range ps {
 		c.calls++
-		x := c.newExecution(p.dl, p.n)
+		x := d.newExecution(&Attempt{Key: p.dl.key, Request: p.dl.req, N: p.n, Client: c.id, Calls: c.calls, Rand: c.rng})
 		xs[i] = x
 		ops[i] = history.Op{
 			Kind:    history.KindCall,

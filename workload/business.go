@@ -81,12 +81,14 @@ type execution struct {
 	id  string
 }
 
-func (c *client) newExecution(dl delivery, n int) *execution {
-	x := &execution{client: c.id, req: dl.req, attempt: n, key: dl.key, seq: c.calls}
-	b := &c.d.cfg.Business
-	x.latency = b.Latency.draw(c.rng)
+// newExecution draws what attempt a's business function will do from a's
+// random stream.
+func (d *driver) newExecution(a *Attempt) *execution {
+	x := &execution{client: a.Client, req: a.Request, attempt: a.N, key: a.Key, seq: a.Calls}
+	b := &d.cfg.Business
+	x.latency = b.Latency.draw(a.Rand)
 	if b.RetryableRate > 0 || b.PermanentRate > 0 {
-		switch u := c.rng.Float64(); {
+		switch u := a.Rand.Float64(); {
 		case u < b.RetryableRate:
 			x.fail = failRetryable
 		case u < b.RetryableRate+b.PermanentRate:

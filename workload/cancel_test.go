@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/workload"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestRunEndsWithContext(t *testing.T) {
 	pause := func(t *testing.T) workload.Faults {
 		in, err := chaos.New(chaos.Config{Seed: 1, RunFor: time.Hour, Faults: []chaos.Fault{
-			{Kind: chaos.Pause, Duration: 100_000 * time.Hour, Probability: 1},
+			{Kind: history.FaultPause, Duration: 100_000 * time.Hour, Probability: 1},
 		}})
 		if err != nil {
 			t.Fatal(err)

@@ -18,9 +18,11 @@ type client struct {
 	id      int
 	rng     *rand.Rand // per-call draws: latency, failure, jitter
 	calls   int64      // numbers the executions this client starts
-	pending map[string]struct{}
+	pending map[string]int64
 	last    string // key of the last delivery, probed as a sample
+	lastSeq int64
 	timer   *time.Timer
+	att     Attempt // reused by every attempt
 }
 
 func (d *driver) newClient(id int) *client {
@@ -29,7 +31,7 @@ func (d *driver) newClient(id int) *client {
 		d:       d,
 		id:      id,
 		rng:     rand.New(rand.NewPCG(uint64(d.cfg.Seed), 1<<40|uint64(id))),
-		pending: make(map[string]struct{}),
+		pending: make(map[string]int64),
 	}
 }
 
@@ -39,27 +41,50 @@ func (d *driver) newClient(id int) *client {
 // marks its key for the liveness probe.
 func (c *client) deliver(ctx context.Context, dl delivery) {
 	c.d.deliveries.Add(1)
-	fp, fpID := fingerprint(dl.key, dl.mismatch)
 	r := &c.d.cfg.Retry
-	c.last = dl.key
+	c.last, c.lastSeq = dl.key, dl.seq
 	for n := 1; ; n++ {
-		o := c.call(ctx, dl, fp, fpID, n)
-		if final(o) {
+		o, fin := c.attempt(ctx, dl, n)
+		if fin {
 			return
 		}
 		if o == history.Unknown || o == history.LeaseLost {
 			// A crash, a timeout or a lost lease: the key is one a
 			// broken store could leave stuck.
-			c.pending[dl.key] = struct{}{}
+			c.pending[dl.key] = dl.seq
 		}
 		if n >= r.MaxAttempts || ctx.Err() != nil || c.d.pastDrain() {
 			// The delivery ends without an answer: the liveness probe
 			// must find its key usable.
-			c.pending[dl.key] = struct{}{}
+			c.pending[dl.key] = dl.seq
 			return
 		}
 		c.sleep(ctx, c.backoff(n))
 	}
+}
+
+// attempt makes attempt n of dl through the run's target, records it and
+// returns its outcome and whether it was final.
+func (c *client) attempt(ctx context.Context, dl delivery, n int) (history.Outcome, bool) {
+	c.calls++
+	d := c.d
+	c.att = Attempt{
+		Key: dl.key, Seq: dl.seq, Request: dl.req, Mismatch: dl.mismatch, N: n,
+		Client: c.id, Calls: c.calls, Timeout: d.cfg.Retry.Timeout, Rand: c.rng,
+	}
+	if n == 1 {
+		c.att.Intended = dl.intended
+	}
+	op, fin := d.target.Attempt(ctx, &c.att)
+	op.Kind, op.Client, op.Worker, op.Key = history.KindCall, c.id, c.id, dl.key
+	op.Request, op.Attempt, op.Intended = dl.req, n, c.att.Intended
+	end := op.Return
+	if end == history.NoReturn {
+		end = d.now()
+	}
+	d.observe(&op, end)
+	d.rec.Record(op)
+	return op.Outcome, fin
 }
 
 // final reports whether a call outcome ends a delivery: the client got an
@@ -106,33 +131,27 @@ func (c *client) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// call makes one Engine.Do call and records it.
-func (c *client) call(ctx context.Context, dl delivery, fp idem.Fingerprint, fpID string, n int) history.Outcome {
-	c.calls++
-	x := c.newExecution(dl, n)
-	op := history.Op{
-		Kind:    history.KindCall,
-		Client:  c.id,
-		Worker:  c.id,
-		Key:     dl.key,
-		Request: dl.req,
-		Attempt: n,
-		FP:      fpID,
-	}
-	if n == 1 {
-		op.Intended = dl.intended
-	}
-	fn := c.d.business(x)
-	d := c.d
+// engineTarget is the Target of a run without Config.Target: the engine
+// in this process on Config.Store, with the business function applying its
+// effects to Config.Sink.
+type engineTarget struct{ d *driver }
+
+// Attempt makes one Engine.Do call. With a client timeout the call runs on
+// its own goroutine so that the client can give up on it, as a real client
+// closes its connection; the call goes on, as a server that does not
+// notice would.
+func (t engineTarget) Attempt(ctx context.Context, a *Attempt) (history.Op, bool) {
+	d := t.d
+	x := d.newExecution(a)
+	fp, fpID := fingerprint(a.Key, a.Mismatch)
+	op := history.Op{FP: fpID}
+	fn := d.business(x)
 	var res idem.Result
 	var err error
 	op.Call = d.now()
-	if t := d.cfg.Retry.Timeout; t <= 0 {
+	if a.Timeout <= 0 {
 		res, err = d.do(ctx, x, fp, fn)
 	} else {
-		// The call runs on its own goroutine so that the client can give
-		// up on it, as a real client closes its connection; the call goes
-		// on, as a server that does not notice would.
 		done := make(chan struct{})
 		var cres idem.Result
 		var cerr error
@@ -140,7 +159,7 @@ func (c *client) call(ctx context.Context, dl delivery, fp idem.Fingerprint, fpI
 			cres, cerr = d.do(ctx, x, fp, fn)
 			close(done)
 		})
-		tm := time.NewTimer(t)
+		tm := time.NewTimer(a.Timeout)
 		select {
 		case <-done:
 			tm.Stop()
@@ -148,17 +167,13 @@ func (c *client) call(ctx context.Context, dl delivery, fp idem.Fingerprint, fpI
 		case <-tm.C:
 			op.Return = history.NoReturn
 			op.Outcome = history.Unknown
-			op.Err = "client timeout after " + t.String()
-			d.observe(&op, d.now())
-			d.rec.Record(op)
-			return op.Outcome
+			op.Err = "client timeout after " + a.Timeout.String()
+			return op, false
 		}
 	}
 	op.Return = d.now()
-	d.observe(&op, op.Return)
 	classify(&op, res, err, x)
-	d.rec.Record(op)
-	return op.Outcome
+	return op, final(op.Outcome)
 }
 
 // observe passes the latency of the call op, ended at end, to the live

@@ -50,7 +50,13 @@ type Config struct {
 	// value runs none.
 	Completer Completer
 
-	// Store is the backend under test. Required.
+	// Target, when set, is what every attempt does instead of an
+	// Engine.Do call on Store (an HTTP service, say): the run then needs
+	// no Store or Sink, and Batch, Engine.Recovery and Completer must be
+	// zero. The driver is the same: keys, copies, pacing, retries, drain
+	// and the choice of keys to probe.
+	Target Target
+	// Store is the backend under test. Required unless Target is set.
 	Store idem.Store
 	// StoreClock is the store's clock, used for the probe's one-lease-TTL
 	// wait: when it has an Advance(time.Duration) method (a manual clock)
@@ -206,6 +212,9 @@ func Check(cfg Config) (Config, error) {
 
 // withDefaults validates c for a run and returns it with defaults filled in.
 func (c Config) withDefaults() (Config, error) {
+	if c.Target != nil {
+		return c.targetDefaults()
+	}
 	switch {
 	case c.Store == nil:
 		return c, configErr("no store")
@@ -229,6 +238,26 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if err := c.Completer.checkRun(&c); err != nil {
 		return c, err
+	}
+	return c, nil
+}
+
+// targetDefaults validates c for a run on its own Target.
+func (c Config) targetDefaults() (Config, error) {
+	switch {
+	case c.Batch > 1:
+		return c, fieldErr("batch", "%d needs the engine target: a batch is one Engine.DoBatch call", c.Batch)
+	case c.Engine.Recovery:
+		return c, fieldErr("engine.recovery", "needs the engine target")
+	case c.Completer.Count > 0:
+		return c, fieldErr("completer", "needs the engine target")
+	}
+	c, err := c.shape()
+	if err != nil {
+		return c, err
+	}
+	if c.Now == nil {
+		c.Now = history.Now
 	}
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,10 +66,10 @@ func TestSourceKeysAndCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	var box mailbox
-	s := newSource(&k, 1, 3, &box)
+	s := newSource(&k, 1, 3, 4, &box)
 	d1 := s.next()
-	if !strings.HasPrefix(d1.key, "k-c3-") {
-		t.Fatalf("key %q", d1.key)
+	if d1.key != "k-c3-1" || d1.seq != 4 {
+		t.Fatalf("key %q number %d, want k-c3-1 number 4 (client 3 of 4)", d1.key, d1.seq)
 	}
 	// The two concurrent copies are due now and come next; the delayed one
 	// waits.
@@ -85,14 +86,23 @@ func TestSourceKeysAndCopies(t *testing.T) {
 	if d2.key == d1.key || d2.req == d1.req {
 		t.Fatal("fresh request reused the key")
 	}
+	if d2.seq != 8 {
+		t.Fatalf("second key's number %d, want 8: the four clients' keys interleave", d2.seq)
+	}
+	if p := newSource(&k, 1, 4, 4, &mailbox{}); p.fresh().seq != 1 || p.fresh().seq != 2 {
+		t.Fatal("the open loop's pacer numbers its keys 1, 2, …")
+	}
 
 	z, _ := Keys{Dist: "zipf", Space: 10}.withDefaults()
-	a, b := newSource(&z, 9, 0, &mailbox{}), newSource(&z, 9, 0, &mailbox{})
+	a, b := newSource(&z, 9, 0, 1, &mailbox{}), newSource(&z, 9, 0, 1, &mailbox{})
 	seen := map[string]int{}
 	for range 1000 {
 		x, y := a.next(), b.next()
 		if x.key != y.key {
 			t.Fatal("same seed, different keys")
+		}
+		if want := "k-z" + strconv.FormatInt(x.seq-1, 10); x.key != want {
+			t.Fatalf("zipf key %q has number %d", x.key, x.seq)
 		}
 		seen[x.key]++
 	}

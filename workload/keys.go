@@ -16,6 +16,7 @@ import (
 type delivery struct {
 	req      int64 // logical request id, shared by copies
 	key      string
+	seq      int64     // the key's number in the run, from 1
 	mismatch bool      // sent with another request body than the key's first
 	due      time.Time // when a copy becomes deliverable
 	intended int64     // open loop: intended send time on the timeline
@@ -44,15 +45,27 @@ type source struct {
 	n      int64
 	box    *mailbox
 	last   string // last key generated, reused by unique-key mismatches
+	lastSq int64  // its number
 	keybuf []byte
+	// The n-th unique key of the source is key number (n-1)*stride +
+	// offset + 1: the clients of a closed loop interleave, the pacer of an
+	// open loop counts alone.
+	stride, offset int64
 }
 
-func newSource(k *Keys, seed int64, id int, box *mailbox) *source {
+// newSource returns the source of client id, one of clients; id ==
+// clients is the open loop's pacer.
+func newSource(k *Keys, seed int64, id, clients int, box *mailbox) *source {
 	s := &source{
-		keys: k,
-		rng:  rand.New(rand.NewPCG(uint64(seed), uint64(id)+1)),
-		id:   int64(id),
-		box:  box,
+		keys:   k,
+		rng:    rand.New(rand.NewPCG(uint64(seed), uint64(id)+1)),
+		id:     int64(id),
+		box:    box,
+		stride: int64(clients),
+		offset: int64(id),
+	}
+	if id >= clients {
+		s.stride, s.offset = 1, 0
 	}
 	if k.Dist == "zipf" {
 		s.zipf = rand.NewZipf(s.rng, k.ZipfS, 1, uint64(k.Space-1))
@@ -74,19 +87,20 @@ func (s *source) fresh() delivery {
 	s.n++
 	d := delivery{req: s.id<<32 | s.n}
 	if s.zipf != nil {
-		d.key = s.makeKey('z', int64(s.zipf.Uint64()))
+		rank := int64(s.zipf.Uint64())
+		d.key, d.seq = s.makeKey('z', rank), rank+1
 	} else {
-		d.key = s.makeKey('c', s.n)
+		d.key, d.seq = s.makeKey('c', s.n), (s.n-1)*s.stride+s.offset+1
 	}
 	if s.keys.MismatchRate > 0 && s.rng.Float64() < s.keys.MismatchRate {
 		if s.zipf == nil && s.last != "" {
-			d.key = s.last
+			d.key, d.seq = s.last, s.lastSq
 		}
 		d.mismatch = true
-		s.last = d.key
+		s.last, s.lastSq = d.key, d.seq
 		return d // a mismatching delivery gets no copies
 	}
-	s.last = d.key
+	s.last, s.lastSq = d.key, d.seq
 	if k := s.keys; k.Concurrent+k.Delayed > 0 && (k.DupFraction >= 1 || s.rng.Float64() < k.DupFraction) {
 		now := time.Now()
 		for range k.Concurrent {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -18,25 +17,21 @@ const probeWorkers = 32
 // advancer is a manual clock (memstore.ManualClock).
 type advancer interface{ Advance(time.Duration) }
 
-// probe waits one lease TTL on the store's clock, then calls every key
-// marked for it (see the package doc) with the key's original fingerprint,
-// and records the calls with Probe set. Probes neither fail nor sleep in
-// the business function; a call is made again only when the store failed
-// it (probeKey). It returns the number of keys probed.
+// Probe waits one lease TTL on the store's clock, then calls every key
+// (see the package doc) with the key's original fingerprint, and records
+// the calls with Probe set. Probes neither fail nor sleep in the business
+// function; a call is made again only when the store failed it (probeKey).
 //
 // In a run with completers the wait is longer by Completer.OlderThan (on
 // the wall clock); then the probe waits for every completer to make a
 // whole pass (at most MaxCompleterPassWait), stops them, and reads each key
 // before it calls it (probeRead).
-func (d *driver) probe(ctx context.Context, cs *completers) (int, error) {
-	keys := make([]string, 0, len(d.pending))
-	for k := range d.pending {
-		keys = append(keys, k)
+func (t engineTarget) Probe(ctx context.Context, pk []ProbeKey) error {
+	d, cs := t.d, t.d.cs
+	keys := make([]string, len(pk))
+	for i := range pk {
+		keys[i] = pk[i].Key
 	}
-	if len(keys) == 0 {
-		return 0, nil
-	}
-	slices.Sort(keys)
 	ttl := d.cfg.Engine.LeaseTTL
 	extra := d.cfg.Completer.probeWait()
 	if a, ok := d.cfg.StoreClock.(advancer); ok {
@@ -51,7 +46,7 @@ func (d *driver) probe(ctx context.Context, cs *completers) (int, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return 0, ctx.Err()
+			return ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -80,7 +75,7 @@ func (d *driver) probe(ctx context.Context, cs *completers) (int, error) {
 	}
 	close(work)
 	wg.Wait()
-	return len(keys), ctx.Err()
+	return ctx.Err()
 }
 
 // probeAttempts bounds the calls of one key's probe: a call whose answer is

@@ -2,6 +2,9 @@ package workload
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +45,9 @@ type Result struct {
 // driver is the state of one run.
 type driver struct {
 	cfg    Config
-	eng    *idem.Engine
+	target Target       // what an attempt does: cfg.Target, or engineTarget
+	eng    *idem.Engine // the engine target's engine; nil with cfg.Target
+	cs     *completers  // the engine target's completers
 	rec    *history.Recorder
 	now    func() int64
 	box    mailbox
@@ -59,7 +64,7 @@ type driver struct {
 	late       atomic.Int64
 
 	mu      sync.Mutex
-	pending map[string]struct{} // keys for the liveness probe
+	pending map[string]int64 // keys for the liveness probe, with their numbers
 }
 
 // Run drives one run (traffic, drain, liveness probe; see the package doc)
@@ -71,30 +76,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &driver{cfg: cfg, rec: cfg.Recorder, now: cfg.Now, faults: cfg.Faults, pending: make(map[string]struct{}), runDone: ctx.Done()}
+	d := &driver{cfg: cfg, rec: cfg.Recorder, now: cfg.Now, faults: cfg.Faults, pending: make(map[string]int64), runDone: ctx.Done()}
 	if d.rec == nil {
 		d.rec = history.NewRecorder()
 	}
-	d.eng = idem.New(cfg.Store, d.engineOptions()...)
-	if tx, ok := cfg.Sink.(TxSink); ok {
-		d.tx = tx
-		d.txOpts = TxEngine{LeaseTTL: cfg.Engine.LeaseTTL, Heartbeat: cfg.Engine.Heartbeat, Retention: cfg.Engine.Retention}
-		if d.faults != nil {
-			d.txOpts.Hook = d.faults.Hook()
-		}
-	}
-	defer d.eng.Close()   // every Do has returned by then: wait for the heartbeat goroutine
 	ledger := NewLedger() // a sink whose ledger is read back after the run
-	if lk, ok := cfg.Sink.(LedgerKeeper); ok {
-		ledger = lk.Ledger()
+	if d.target = cfg.Target; d.target == nil {
+		d.target = engineTarget{d}
+		d.eng = idem.New(cfg.Store, d.engineOptions()...)
+		if tx, ok := cfg.Sink.(TxSink); ok {
+			d.tx = tx
+			d.txOpts = TxEngine{LeaseTTL: cfg.Engine.LeaseTTL, Heartbeat: cfg.Engine.Heartbeat, Retention: cfg.Engine.Retention}
+			if d.faults != nil {
+				d.txOpts.Hook = d.faults.Hook()
+			}
+		}
+		defer d.eng.Close() // every Do has returned by then: wait for the heartbeat goroutine
+		if lk, ok := cfg.Sink.(LedgerKeeper); ok {
+			ledger = lk.Ledger()
+		}
 	}
 	res := &Result{Recorder: d.rec, Ledger: ledger, Start: time.Now(), Open: cfg.Rate > 0, Recovery: cfg.Engine.Recovery}
 
 	if d.faults != nil {
 		d.faults.Start()
 	}
-	cs := d.startCompleters(ctx)
-	defer cs.stop()
+	if d.eng != nil {
+		d.cs = d.startCompleters(ctx)
+		defer d.cs.stop()
+	}
 	res.TrafficStart = d.now()
 	timer := time.AfterFunc(cfg.Duration, d.stopTraffic)
 	if res.Open {
@@ -117,13 +127,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, err
 	}
 	if !cfg.NoProbe {
-		n, err := d.probe(ctx, cs)
-		res.Probed = n
-		if err != nil {
-			return res, err
+		keys := d.probeKeys()
+		res.Probed = len(keys)
+		if len(keys) > 0 {
+			if err := d.target.Probe(ctx, keys); err != nil {
+				return res, err
+			}
 		}
 	}
-	return res, nil
+	return res, ctx.Err()
 }
 
 // OpsPerSec is the driver's throughput: operations recorded during the
@@ -194,7 +206,7 @@ func (d *driver) closedLoop(ctx context.Context) {
 	for id := range d.cfg.Clients {
 		wg.Go(func() {
 			c := d.newClient(id)
-			src := newSource(&d.cfg.Keys, d.cfg.Seed, id, &d.box)
+			src := newSource(&d.cfg.Keys, d.cfg.Seed, id, d.cfg.Clients, &d.box)
 			for !d.stopped.Load() && ctx.Err() == nil {
 				if d.cfg.Batch > 1 {
 					c.deliverBatch(ctx, src.pull(d.cfg.Batch))
@@ -237,7 +249,7 @@ func (d *driver) openLoop(ctx context.Context, tl0 int64) {
 // until traffic stops. Sends that fall behind are not skipped: they go out
 // late, with their intended time, so the delay shows in their latency.
 func (d *driver) pace(ctx context.Context, jobs chan<- delivery, tl0 int64) {
-	src := newSource(&d.cfg.Keys, d.cfg.Seed, d.cfg.Clients, &d.box)
+	src := newSource(&d.cfg.Keys, d.cfg.Seed, d.cfg.Clients, d.cfg.Clients, &d.box)
 	t0 := time.Now()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -287,11 +299,19 @@ func send(ctx context.Context, jobs chan<- delivery, dl delivery) bool {
 // answered.
 func (d *driver) mergePending(c *client) {
 	d.mu.Lock()
-	for k := range c.pending {
-		d.pending[k] = struct{}{}
-	}
+	maps.Copy(d.pending, c.pending)
 	if c.last != "" {
-		d.pending[c.last] = struct{}{}
+		d.pending[c.last] = c.lastSeq
 	}
 	d.mu.Unlock()
+}
+
+// probeKeys returns the keys for the liveness probe, sorted.
+func (d *driver) probeKeys() []ProbeKey {
+	keys := make([]ProbeKey, 0, len(d.pending))
+	for k, seq := range d.pending {
+		keys = append(keys, ProbeKey{Key: k, Seq: seq})
+	}
+	slices.SortFunc(keys, func(a, b ProbeKey) int { return strings.Compare(a.Key, b.Key) })
+	return keys
 }

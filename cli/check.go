@@ -86,12 +86,15 @@ func (c *checkCmd) Run(ctx context.Context, std stdio, g *globals) error {
 // Help is the detailed help of `idembench check --help`, with examples.
 func (c *checkCmd) Help() string {
 	return `Re-checks a saved history offline and prints the verdict; the exit code
-is the verdict's (0 ok, 1 violation, 3 inconclusive; 2 usage error, 130
-interrupted: it stops within 2 s and writes nothing).
+is the verdict's. An interrupt stops it within 2 s and writes nothing.
 
 Examples:
 
     idembench check idembench-out/20260101-120000.000
     idembench check run/history.jsonl --timeout 2m
-    idembench check --json out/run | jq '.violations[]'`
+    idembench check --json out/run | jq '.violations[]'
+
+Exit codes: 0 pass, 1 safety violation, 2 usage error (a missing or
+unreadable history, or a flag out of range), 3 inconclusive (the check ran
+out of time: raise --timeout), 130 interrupted.`
 }

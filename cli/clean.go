@@ -83,5 +83,5 @@ Examples:
     idembench clean --older-than 24h         # runs started more than a day ago
     idembench clean --all --backends redis
 
-` + exitCodesHelp
+` + exitHelp(exitOK, exitUsage, exitEnvironment, exitInterrupted)
 }

@@ -56,7 +56,7 @@ var Version = buildVersion()
 // subcommand is one file and one line here.
 type commands struct {
 	globals
-	Run           runCmd           `cmd:"" default:"withargs" help:"Run a scenario against an engine configuration, check the history and report."`
+	Run           runCmd           `cmd:"" help:"Run a scenario against an engine configuration, check the history and report."`
 	Check         checkCmd         `cmd:"" help:"Re-check a saved history (a run directory or a history.jsonl file) offline."`
 	Report        reportCmd        `cmd:"" help:"Rebuild summary.json, report.md, report.html and the plots of a run directory from its history.jsonl."`
 	Compare       compareCmd       `cmd:"" help:"Run one scenario and seed against several backends, sinks or engines (or load saved runs) and compare them side by side."`
@@ -67,6 +67,7 @@ type commands struct {
 	Sweep         sweepCmd         `cmd:"" help:"Latency against load: find each backend's closed-loop rate, offer open-loop loads from 10% to 150% of it, check every step, and report the maximum rate within a p99 objective with the knee plot."`
 	Consume       consumeCmd       `cmd:"" help:"Consume from a real broker (RabbitMQ, NATS JetStream) with aimed consumer crashes before the ack, pauses and restarts; check every message's effect at most once."`
 	Clean         cleanCmd         `cmd:"" help:"Delete the keys and rows that earlier runs left on Redis or PostgreSQL (--all or --older-than)."`
+	Help          helpCmd          `cmd:"" help:"Print the help of a command (its flags, examples and exit codes), or with no command this list."`
 	Worker        workerCmd        `cmd:"" hidden:"" help:"One worker process of run --workers (internal)."`
 	ConsumeWorker consumeWorkerCmd `cmd:"" hidden:"" name:"consume-worker" help:"One consumer process of consume --processes (internal)."`
 }
@@ -112,7 +113,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, engines .
 	exited := -1
 	parser, err := kong.New(&c,
 		kong.Name("idembench"),
-		kong.Description("Idempotency-key engine harness: drive, inject faults, record, check."),
+		kong.Description(description),
 		kong.UsageOnError(),
 		kong.Writers(std.out, std.err),
 		kong.Exit(func(code int) { exited = code; panic(exitPanic{}) }),
@@ -124,6 +125,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, engines .
 			"version":   "idembench " + Version,
 		},
 	)
+	if err != nil {
+		fmt.Fprintln(std.err, "idembench:", err)
+		return exitUsage
+	}
+	args, err = helpArgs(parser, args)
 	if err != nil {
 		fmt.Fprintln(std.err, "idembench:", err)
 		return exitUsage

@@ -345,16 +345,16 @@ into --out, with one run directory per configuration (the progress of the
 runs goes to stderr, the table alone to stdout). With run directories
 as arguments it compares those saved runs instead of running.
 
-The exit code is the worst of the runs: 1 if any run has a safety
-violation, else 2 if a configuration could not run, else 5 if a backend
-was unreachable, else 3 if a check was inconclusive, else 4 if a run
-missed a threshold (--max-p99, --min-throughput, --max-error-rate), else 0.
-
 Examples:
 
     idembench compare --backends memory,redis,postgres --duration 5s --out cmp
     idembench compare --sinks fenced,plain --scenario gc-pause --duration 2s   # plain is caught: exit 1
-    idembench compare --engines idem,naive/check-then-act --scenario duplicates
     idembench compare base/run out/run          # two saved runs side by side
-    idembench compare --json --backends memory,redis | jq '.runs[] | {label, p99_ms}'`
+    idembench compare --json --backends memory,redis | jq '.runs[] | {label, p99_ms}'
+
+` + exitCodesHelp + `
+The code is the worst of the runs: 1 if any run has a safety violation,
+else 2 if a configuration could not run, else 5 if a backend was
+unreachable, else 3 if a check was inconclusive, else 4 if a run missed a
+threshold (--max-p99, --min-throughput, --max-error-rate), else 0.`
 }

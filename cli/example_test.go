@@ -30,20 +30,34 @@ func Example_customEngine() {
 		"--duration", "300ms", "--seed", "1", "--no-save", "--no-progress"}, io.Discard, os.Stderr, all...)
 	fmt.Println("exit", code)
 	// Output:
-	// idem                         memory, redis, postgres · sink tx
-	// naive/check-then-act         memory
-	// naive/cache-on-success       memory
-	// naive/unfenced-takeover      memory
-	// naive/delete-on-error        memory
-	// naive/no-expiry              memory
-	// naive/no-heartbeat           memory
-	// naive/token-restart          memory
-	// naive/racy-takeover          memory
-	// naive/unfenced-heartbeat     memory
-	// naive/fail-open              memory
-	// naive/keeps-pending          memory
-	// naive/unscoped-key           memory
-	// naive/unfenced-completer     memory, redis, postgres
-	// mystore                      memory
+	// idem                      memory, redis, postgres · sink tx
+	//                           the reference engine (package idem): fenced leases, heartbeats, recovery
+	// naive/check-then-act      memory
+	//                           reads the key, then writes it: concurrent duplicates all get the lease (duplicates: I1)
+	// naive/cache-on-success    memory
+	//                           no in-progress record, only the response is stored: concurrent duplicates all run (duplicates: I1)
+	// naive/unfenced-takeover   memory
+	//                           completing ignores the token: a paused old holder overwrites its successor (gc-pause: I1, I3 or I5)
+	// naive/delete-on-error     memory
+	//                           release deletes the key without an owner check: a failing old holder frees its successor's key (pause-then-fail: I1)
+	// naive/no-expiry           memory
+	//                           a lock that never expires: a crashed holder blocks its key forever (crash-holder: I6)
+	// naive/no-heartbeat        memory
+	//                           the heartbeat does nothing: a slow but healthy execution is taken over (slow-handler --sink plain: I1)
+	// naive/token-restart       memory
+	//                           the token lives in the record and restarts at 1 once it is deleted (retryable-failures: I7 or I8)
+	// naive/racy-takeover       memory
+	//                           take-over reads, then overwrites: several callers take over one expired lease (takeover-race: I7 or I8)
+	// naive/unfenced-heartbeat  memory
+	//                           the heartbeat renews whatever lease the key has: a superseded holder is never told (stale-heartbeat: I8)
+	// naive/fail-open           memory
+	//                           a store error on acquire is taken as a new key, go ahead (duplicates: I1 or I4)
+	// naive/keeps-pending       memory
+	//                           release leaves the pending record: the key answers in progress until it expires (retryable-failures: I6)
+	// naive/unscoped-key        memory
+	//                           records found by key alone, the request ignored: different requests share one answer (mismatched-requests: I4)
+	// naive/unfenced-completer  memory, redis, postgres
+	//                           the reference stores with a completer that finishes stuck keys without fencing the paused holder (abandoned-keys: I1)
+	// mystore                   memory
 	// exit 0
 }

@@ -106,11 +106,3 @@ func worseExit(a, b int) int {
 	}
 	return a
 }
-
-// exitCodesHelp lists the exit codes for the commands' --help.
-const exitCodesHelp = `Exit codes: 0 pass, 1 safety violation, 2 usage error (every flag is
-checked before anything starts), 3 inconclusive, 4 threshold missed,
-5 environment error (a backend, broker or service unreachable, or dead
-during the run by no planned fault),
-130 interrupted (SIGINT or SIGTERM: ends within 2 s and says what was
-written).`

@@ -214,9 +214,7 @@ Examples:
     idembench matrix --quick                        # CI: about a minute
     idembench matrix --backends memory --seed 7     # memory cells only, fixed seed
     idembench matrix --out matrix-out               # also writes matrix.md and matrix.json
-    idembench matrix --faults pause --seed 3        # the pause column only
     idembench matrix --engine naive/check-then-act  # a known-bad engine: cells differ
-    idembench matrix --backends rabbitmq,nats       # the consumer rows on both brokers
 
 The rabbitmq and nats backends are the consumer rows (idembench consume):
 the reference configurations, a consumer with no idempotency check and a

@@ -90,5 +90,10 @@ Examples:
 
     idembench report idembench-out/20260101-120000.000
     idembench report --recheck out/run
-    idembench report --json out/run | jq .throughput_per_s`
+    idembench report --json out/run | jq .throughput_per_s
+
+Exit codes: 0 reports written (the stored verdict kept, whatever it is),
+1 safety violation and 3 inconclusive (only when the history was checked:
+--recheck, or no summary.json), 2 usage error (no such directory, or no
+history.jsonl in it), 130 interrupted.`
 }

@@ -280,12 +280,10 @@ a server that does not answer exits 5 with the commands that start one.
 
 Examples:
 
-    idembench run                                    # memory backend, scenario default
+    idembench run                                    # memory backend, scenario default, ~10 s
     idembench run --scenario gc-pause --sink plain   # an unsafe cell: caught, exit 1
     idembench run --backend redis --duration 5s      # local Redis (docker compose up -d)
-    idembench run --engine naive/check-then-act --scenario duplicates
     idembench run --max-p99 50ms --min-throughput 1000 --out out/run   # CI gate, exit 4 on a miss
-    idembench run --json --no-save | jq .verdict
 
 ` + exitCodesHelp
 }

@@ -174,3 +174,27 @@ func (c *sweepCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.
 	}
 	return nil
 }
+
+// Help is the detailed help of `idembench sweep --help`, with examples.
+func (c *sweepCmd) Help() string {
+	return `Measures latency against load, one curve per backend: a closed-loop
+step finds the rate the backend sustains, then --steps open-loop steps
+offer --lo to --hi times that rate (geometric). Every step is a run of
+--step with its history checked; a step whose p99 is above --slo-p99,
+whose verdict is not ok or with more than 1% errors is not sustainable. It prints capacity.md (one
+row per step) and the maximum sustainable rate of each backend, and
+writes sweep.json, capacity.md and the knee plot (knee.png/.svg) into
+--out. Progress lines (one per step) go to stderr. On SIGINT or SIGTERM
+the steps measured so far are written (exit 130).
+
+Examples:
+
+    idembench sweep                                          # memory, about 40 s
+    idembench sweep --backends memory,redis,postgres --out sweep-out
+    idembench sweep --steps 4 --step 2s --slo-p99 10ms       # a quick, stricter curve
+    idembench sweep --json --backends redis | jq '.curves[] | {label, max_sustainable_per_s}'
+
+` + exitHelp(exitOK, exitViolation, exitUsage, exitEnvironment, exitInterrupted) + `
+1 means a step found a violation (the curve is then of an unsafe
+configuration).`
+}

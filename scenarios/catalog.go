@@ -41,6 +41,17 @@ func Builtin(name string) (*Scenario, error) {
 	return s, nil
 }
 
+// BuiltinYAML returns the YAML file of the built-in scenario called name,
+// as embedded in the binary: a starting point for a scenario of one's own.
+// An unknown name is an error that lists the known ones.
+func BuiltinYAML(name string) ([]byte, error) {
+	b, err := fs.ReadFile(builtin, path.Join("builtin", name+".yaml"))
+	if err != nil || strings.ContainsAny(name, `/\`) {
+		return nil, fmt.Errorf("%w: no built-in scenario %q (built-in: %s)", ErrInvalid, name, strings.Join(Names(), ", "))
+	}
+	return b, nil
+}
+
 // Load returns the built-in scenario called nameOrPath, or, when the
 // argument looks like a path (it contains a path separator or ends in
 // .yaml or .yml), the scenario in that file.

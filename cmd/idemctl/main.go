@@ -17,8 +17,9 @@
 //	idemctl --store 'postgres://…' list --corrupt
 //	idemctl --store 'postgres://…' purge-corrupt order-42 --confirm 3f…
 //
-// Run idemctl -h for the flags and exit codes, idemctl COMMAND --help for
-// one command.
+// Run idemctl -h for the flags and exit codes, idemctl help COMMAND (or
+// idemctl COMMAND --help, which needs no --store) for one command with
+// examples, idemctl --version for the idembench version it was built from.
 package main
 
 import (

@@ -7,11 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/internal/buildinfo"
 )
 
 // Exit codes.
@@ -41,7 +44,7 @@ Commands:
                                     a record that decodes is never deleted
   stats                             records per status, stuck count, corrupt count, storage used
   purge --expired                   delete expired records now (PostgreSQL; Redis expires its own)
-  COMMAND --help                    the command's usage (no --store needed)
+  COMMAND --help, help COMMAND      the command's usage and examples (no --store needed)
 
 Global flags:
   --store URL     redis://host:port/db, redis-cluster://host:port?addr=host2:port, postgres://...
@@ -54,6 +57,7 @@ Global flags:
                   the unscoped client's key (a KEY holding ':' is stored as ":KEY"), never a
                   tenant's. stats and purge cover the whole store and take no --scope.
   --json          print JSON instead of text
+  --version       print the idemctl version and exit
 
 Exit codes: 0 done, 1 refused (release: the token moved or the lease is live; purge-corrupt:
 the record changed since its digest was printed), 2 usage, 3 key not found, 4 record corrupt,
@@ -78,24 +82,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&g.schema, "schema", "", "PostgreSQL schema")
 	fs.StringVar(&g.scope, "scope", "", "key scope")
 	fs.BoolVar(&g.json, "json", false, "JSON output")
+	version := fs.Bool("version", false, "print the version")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usageText)
 			return exitOK
 		}
 		return exitUsage
+	}
+	if *version {
+		fmt.Fprintln(stdout, "idemctl", buildinfo.Version())
+		return exitOK
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprint(stderr, usageText)
 		return exitUsage
 	}
 	name, rest := fs.Arg(0), fs.Args()[1:]
+	if name == "help" {
+		return help(rest, stdout, stderr)
+	}
 	c, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(stderr, "idemctl: unknown command %q\n%s", name, usageText)
 		return exitUsage
 	}
 	if wantsHelp(rest) {
-		fmt.Fprintf(stdout, "usage: idemctl [global flags] %s\n%s\nRun idemctl -h for the global flags and exit codes.\n", c.usage, c.help)
+		printHelp(stdout, name, c)
 		return exitOK
 	}
 	scopes, err := parseScope(g.scope)
@@ -123,6 +136,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idemctl %s: %v\n", name, err)
 	}
 	return code
+}
+
+// help is `idemctl help [COMMAND]`: the usage, or COMMAND's help.
+func help(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if len(args) > 1 || !ok {
+		fmt.Fprintf(stderr, "idemctl: help %s: want idemctl help [COMMAND], COMMAND one of %s\n", strings.Join(args, " "), strings.Join(commandNames(), ", "))
+		return exitUsage
+	}
+	printHelp(stdout, args[0], c)
+	return exitOK
+}
+
+// printHelp prints the help of the command name: its usage line, what it
+// does and its examples.
+func printHelp(w io.Writer, name string, c command) {
+	fmt.Fprintf(w, "usage: idemctl [global flags] %s\n%s\n\nExamples:\n\n", c.usage, c.help)
+	for _, ex := range c.examples {
+		fmt.Fprintf(w, "  %s\n", ex)
+	}
+	fmt.Fprintln(w, "\nRun idemctl -h for the global flags and exit codes.")
 }
 
 // wantsHelp reports whether a subcommand's arguments ask for its help
@@ -235,10 +273,16 @@ func (k keyName) column() string {
 
 // command is one subcommand.
 type command struct {
-	run    func(ctx context.Context, e *env, args []string) (int, error)
-	usage  string // the arguments, after the command name
-	help   string // what it does, indented lines
-	scoped bool   // takes --scope
+	run      func(ctx context.Context, e *env, args []string) (int, error)
+	usage    string   // the arguments, after the command name
+	help     string   // what it does, indented lines
+	scoped   bool     // takes --scope
+	examples []string // command lines, two to four
+}
+
+// commandNames returns the subcommands' names, sorted.
+func commandNames() []string {
+	return slices.Sorted(maps.Keys(commands))
 }
 
 // The usage lines of the subcommands (after "idemctl [global flags]").
@@ -254,22 +298,43 @@ const (
 var commands = map[string]command{
 	"inspect": {inspect, usageInspect,
 		"  Prints the record of KEY. A record that does not decode exits 4 and shows\n" +
-			"  its raw stored fields, why it does not decode and its digest.", true},
+			"  its raw stored fields, why it does not decode and its digest.", true, []string{
+			"idemctl --store redis://127.0.0.1:6379/0 inspect order-42",
+			"idemctl --store redis://127.0.0.1:6379/0 --scope acme inspect order-42",
+			"idemctl --store 'postgres://postgres@127.0.0.1:5432/test' --json inspect order-42",
+		}},
 	"list": {list, usageList,
 		"  --stuck lists in-progress keys whose lease expired at least D ago (D ≥ 0);\n" +
 			"  --corrupt lists keys whose records do not decode, with the reason and digest.\n" +
-			"  At most N keys (N ≥ 1, default 1000). With --scope, only that scope's keys.", true},
+			"  At most N keys (N ≥ 1, default 1000). With --scope, only that scope's keys.", true, []string{
+			"idemctl --store redis://127.0.0.1:6379/0 list --stuck",
+			"idemctl --store 'postgres://postgres@127.0.0.1:5432/test' list --stuck --older-than 5m",
+			"idemctl --store redis://127.0.0.1:6379/0 list --corrupt --limit 50",
+		}},
 	"release": {release, usageRelease,
 		"  Releases KEY if it is in progress with token N and its lease expired (a live\n" +
-			"  lease needs --force); refused (exit 1) otherwise.", true},
+			"  lease needs --force); refused (exit 1) otherwise.", true, []string{
+			"idemctl --store redis://127.0.0.1:6379/0 inspect order-42        # read its token first",
+			"idemctl --store redis://127.0.0.1:6379/0 release order-42 --token 9",
+			"idemctl --store redis://127.0.0.1:6379/0 release order-42 --token 9 --force   # a live lease",
+		}},
 	"purge-corrupt": {purgeCorrupt, usagePurgeCorrupt,
 		"  Deletes KEY's record only if it still does not decode and its content still\n" +
 			"  has DIGEST (printed by inspect and list --corrupt). Exit 1 if the record\n" +
-			"  changed since, 6 if it decodes (never deleted), 3 if it is gone.", true},
+			"  changed since, 6 if it decodes (never deleted), 3 if it is gone.", true, []string{
+			"idemctl --store 'postgres://postgres@127.0.0.1:5432/test' list --corrupt   # prints each digest",
+			"idemctl --store 'postgres://postgres@127.0.0.1:5432/test' purge-corrupt order-42 --confirm 3f9a…",
+		}},
 	"stats": {stats, usageStats,
-		"  Counts the records per status, the stuck and the corrupt ones, and the storage used.", false},
+		"  Counts the records per status, the stuck and the corrupt ones, and the storage used.", false, []string{
+			"idemctl --store redis://127.0.0.1:6379/0 stats",
+			"idemctl --store 'postgres://postgres@127.0.0.1:5432/test' --json stats | jq .stuck",
+		}},
 	"purge": {purge, usagePurge,
-		"  Deletes expired records now (PostgreSQL; Redis expires its own).", false},
+		"  Deletes expired records now (PostgreSQL; Redis expires its own).", false, []string{
+			"idemctl --store 'postgres://postgres@127.0.0.1:5432/test' purge --expired",
+			"IDEMCTL_STORE='postgres://postgres@127.0.0.1:5432/test' idemctl purge --expired",
+		}},
 }
 
 // output prints text or JSON.

@@ -272,6 +272,7 @@ func (c *compareCmd) spec(sc *scenarios.Scenario, cfg compareConfig, seed int64)
 		CheckTimeout: c.checkTimeout(),
 		Thresholds:   c.thresholds(sc),
 		Tool:         "idembench " + Version,
+		Program:      invokedAs(),
 		KeepData:     c.KeepData,
 	}, u
 }

@@ -226,6 +226,7 @@ func (c *runCmd) spec(reg *harness.Registry) (harness.Spec, backendURL, error) {
 		CheckTimeout: c.checkTimeout(),
 		Thresholds:   c.thresholds(sc),
 		Tool:         "idembench " + Version,
+		Program:      invokedAs(),
 		KeepData:     c.KeepData,
 	}
 	if err := sp.Validate(); err != nil {

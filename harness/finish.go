@@ -67,11 +67,16 @@ func WriteHistory(dir string, h *history.History) error {
 }
 
 // ReplayCommand returns the idembench command line that repeats the run
-// of sp with the effective workload cfg: --recovery when
-// cfg.Engine.Recovery is on, else --no-recovery (whether it was turned
-// off or the sink cannot answer recovery lookups).
+// of sp with the effective workload cfg, starting with sp.Program
+// ("idembench" when empty): --recovery when cfg.Engine.Recovery is on,
+// else --no-recovery (whether it was turned off or the sink cannot answer
+// recovery lookups).
 func ReplayCommand(sp Spec, cfg workload.Config) string {
-	args := []string{"idembench", "run",
+	program := sp.Program
+	if program == "" {
+		program = "idembench"
+	}
+	args := []string{program, "run",
 		"--scenario", ShellQuote(sp.ScenarioName),
 		"--backend", string(sp.Backend),
 		"--engine", sp.Engine.Name,

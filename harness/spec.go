@@ -55,6 +55,10 @@ type Spec struct {
 	// Tool names the program in the history header; empty means
 	// "idembench".
 	Tool string
+	// Program is the command that starts idembench at the head of the
+	// replay command ("go run ./cmd/idembench", "./bin/idembench");
+	// empty means "idembench".
+	Program string
 	// KeepData keeps the run's keys and rows on a persistent backend;
 	// by default the engine's Purge deletes them at the end of the run.
 	KeepData bool

@@ -29,7 +29,7 @@ func TestGeneratedLegalHistoriesPass(t *testing.T) {
 }
 
 // TestMutatedHistoriesFail breaks one key of a legal history in each of
-// the ways VERIFICATION.md names and checks that the checker finds it,
+// the ways docs/design/verification.md names and checks that the checker finds it,
 // under the expected invariant, on that key only.
 func TestMutatedHistoriesFail(t *testing.T) {
 	keyOps := func(h *history.History, key string, pred func(*history.Op) bool) []int {

@@ -23,7 +23,7 @@ const (
 	VerdictInconclusive Verdict = "inconclusive"
 )
 
-// Invariant identifies one of the invariants of VERIFICATION.md.
+// Invariant identifies one of the invariants of docs/design/verification.md.
 type Invariant string
 
 // The invariants, in report order.

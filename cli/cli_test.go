@@ -28,7 +28,7 @@ func buildCLI(t *testing.T) string {
 }
 
 // TestCLIExitCodes builds the binary and checks the exit codes of
-// VERIFICATION.md on runs that finish quickly.
+// docs/design/verification.md on runs that finish quickly.
 func TestCLIExitCodes(t *testing.T) {
 	bin := buildCLI(t)
 	work := t.TempDir()

@@ -13,7 +13,7 @@ import (
 	"github.com/idembench/idembench/workload"
 )
 
-// Exit codes, as VERIFICATION.md defines them.
+// Exit codes, as docs/design/verification.md defines them.
 const (
 	exitOK           = 0
 	exitViolation    = 1

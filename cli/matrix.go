@@ -16,7 +16,7 @@ import (
 	"github.com/idembench/idembench/matrix"
 )
 
-// matrixCmd is `idembench matrix`: the safety matrix of VERIFICATION.md,
+// matrixCmd is `idembench matrix`: the safety matrix of docs/design/verification.md,
 // run cell by cell, observed next to expected.
 type matrixCmd struct {
 	Quick        bool          `help:"Reduced matrix for CI (memory plus the server cells that matter, short runs; about a minute)."`
@@ -201,7 +201,7 @@ func cellNote(c *matrix.Cell) string {
 
 // Help is the detailed help of `idembench matrix --help`, with examples.
 func (c *matrixCmd) Help() string {
-	return `Runs the safety matrix of VERIFICATION.md: every engine configuration
+	return `Runs the safety matrix of docs/design/verification.md: every engine configuration
 (plain or fenced sink, recovery on or off, transactional mode) against every
 fault (pauses, crashes, restarts, network faults) on each backend, and
 prints each cell's observed verdict next to the expected one. A safe

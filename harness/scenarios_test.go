@@ -122,7 +122,7 @@ func TestKnownBadDesignsAreCaught(t *testing.T) {
 	}
 }
 
-// TestSafetyMatrix checks the in-process cells of VERIFICATION.md's safety
+// TestSafetyMatrix checks the in-process cells of docs/design/verification.md's safety
 // matrix on the reference engine: every built-in scenario passes with the
 // safe defaults, and the theory's unsafe cells are found.
 func TestSafetyMatrix(t *testing.T) {

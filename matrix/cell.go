@@ -1,4 +1,4 @@
-// Package matrix is the safety matrix of VERIFICATION.md as data: every
+// Package matrix is the safety matrix of docs/design/verification.md as data: every
 // configuration × fault × backend cell with the verdict the theory
 // expects, and a runner that runs each cell through the harness and puts
 // the observed verdict next to the expected one.

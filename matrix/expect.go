@@ -16,7 +16,7 @@ type rule struct {
 
 var noRecovery = []Config{Plain, Fenced}
 
-// unsafeCells is the safety matrix of VERIFICATION.md, corrected by
+// unsafeCells is the safety matrix of docs/design/verification.md, corrected by
 // measurement, with its backend-restart column spelled out.
 var unsafeCells = []rule{
 	{configs: noRecovery, fault: Crash,

@@ -7,7 +7,7 @@ import (
 	"github.com/idembench/idembench/harness"
 )
 
-// TestExpectations pins the expected verdicts to VERIFICATION.md's safety
+// TestExpectations pins the expected verdicts to docs/design/verification.md's safety
 // matrix, with the backend-restart column spelled out.
 func TestExpectations(t *testing.T) {
 	cases := []struct {

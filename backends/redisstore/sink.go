@@ -12,7 +12,7 @@ import (
 
 // FencedSink applies business side effects to Redis only for writers whose
 // fencing token is not older than the newest token already applied for the
-// same effect key (ARCHITECTURE.md, "Fencing tokens"). A holder whose lease
+// same effect key (docs/design/engine.md, "Leases, heartbeat, fencing tokens"). A holder whose lease
 // was taken over while it stalled carries an older token than its successor,
 // so its late write is rejected instead of overwriting the successor's.
 //

@@ -9,7 +9,6 @@ import (
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/harness/engines"
-	"github.com/idembench/idembench/harness/multiproc"
 )
 
 // cleanCmd is `idembench clean`.
@@ -59,11 +58,10 @@ func runList(runs []string) string {
 }
 
 // sweepStale removes the temporary directories of earlier idembench
-// processes that were killed (private servers, worker streams); errors
+// processes that were killed (private servers); errors
 // are ignored: what cannot be removed now is tried again next time.
 func sweepStale() {
 	_ = servers.SweepStale()
-	_ = multiproc.SweepStale()
 }
 
 // Help is the detailed help of `idembench clean --help`, with examples.

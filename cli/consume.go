@@ -356,14 +356,6 @@ func (c *consumeCmd) replayFlags() string {
 	return s
 }
 
-// consumeWorkerCmd is the hidden `idembench consume-worker`: one consumer
-// process of `consume --processes`, served over stdin and stdout.
-type consumeWorkerCmd struct{}
-
-func (consumeWorkerCmd) Run(ctx context.Context) error {
-	return consume.ServeWorker(ctx, os.Stdin, os.Stdout)
-}
-
 // envOr returns the environment variable name, or def when it is empty.
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {

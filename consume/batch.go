@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/idembench/idembench/history"
@@ -97,11 +98,11 @@ func (n *node) handleBatch(ctx context.Context, id int, sub subscription, ds []d
 			Attempt: d.attempt(), FP: history.FingerprintID(idem.NewFingerprint(d.body())), Call: n.now()})
 	}
 	n.co.batched(len(ds))
-	as, errs := sub.processBatch(context.WithValue(withRunDone(ctx), batchKey{}, bs), ds)
+	cs := sub.processBatch(context.WithValue(withRunDone(ctx), batchKey{}, bs), ds)
 	for _, d := range ds {
 		n.co.passed(d.key(), false)
 	}
-	if bs.hasCrashed() || errors.Is(errors.Join(errs...), errCrash) {
+	if bs.hasCrashed() || slices.ContainsFunc(cs, func(c idem.Consumed) bool { return errors.Is(c.Err, errCrash) }) {
 		n.abandonBatch(bs)
 		return true
 	}
@@ -111,14 +112,14 @@ func (n *node) handleBatch(ctx context.Context, id int, sub subscription, ds []d
 		op.Return = now
 		var m message
 		_ = json.Unmarshal(d.body(), &m)
-		outcome(&op, bs.sts[i], as[i], errs[i], m.Poison)
+		outcome(&op, bs.sts[i], cs[i].Decision, cs[i].Err, m.Poison)
 		n.co.record(op)
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	for i, d := range ds {
-		serr := d.settle(sctx, as[i], errs[i])
-		n.co.delivered(d.redelivered(), as[i], serr == nil)
+		serr := d.settle(sctx, cs[i].Decision, cs[i].Err)
+		n.co.delivered(d.redelivered(), cs[i].Decision, serr == nil)
 	}
 	return false
 }
@@ -132,6 +133,6 @@ func (n *node) abandonBatch(bs *batchState) {
 		op.Outcome, op.Return, op.Token, op.Exec = history.Unknown, history.NoReturn, uint64(st.token), st.exec
 		op.Err = "consumer crashed holding this batch, before any ack"
 		n.co.record(op)
-		n.co.delivered(d.redelivered(), actAbandoned, false)
+		n.co.delivered(d.redelivered(), abandoned, false)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idembench/idembench/harness/multiproc"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -22,7 +23,7 @@ func acquireBatch(ctx context.Context, st idem.Store, reqs []idem.AcquireRequest
 	}
 	out := make([]wireAcquired, len(res))
 	for i, a := range res {
-		out[i] = wireAcquired{Lease: a.Lease, Rec: a.Record, Err: toWire(a.Err)}
+		out[i] = wireAcquired{Lease: a.Lease, Rec: a.Record, Err: multiproc.ToWire(a.Err)}
 	}
 	return out
 }
@@ -49,7 +50,7 @@ func finishBatch(ctx context.Context, st idem.Store, fs []idem.Finish, retention
 	}
 	out := make([]wireFinished, len(errs))
 	for i, err := range errs {
-		out[i].Err = toWire(err)
+		out[i].Err = multiproc.ToWire(err)
 	}
 	return out
 }

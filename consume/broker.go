@@ -8,17 +8,9 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-// action is what a consumer does with a delivery; the adapters
-// (idemamqp, idemnats) define the same four.
-type action uint8
-
-const (
-	actAbandoned action = iota // not settled: the consumer crashed
-	actAck
-	actRequeue
-	actRequeueLater
-	actDeadLetter
-)
+// abandoned is the decision of a delivery its consumer crashed holding: it
+// was not settled, and the broker will deliver it again.
+const abandoned idem.Decision = 0
 
 // errSubClosed is returned by next once the subscription is closed.
 var errSubClosed = errors.New("consume: subscription closed")
@@ -69,8 +61,8 @@ type subscription interface {
 	// nothing came; errSubClosed after close.
 	nextBatch(ctx context.Context, n int, linger time.Duration) ([]delivery, error)
 	// processBatch runs ds (from nextBatch) through the adapter's
-	// ProcessBatch, one action and error per delivery, in order.
-	processBatch(ctx context.Context, ds []delivery) ([]action, []error)
+	// ProcessBatch, one decision and error per delivery, in order.
+	processBatch(ctx context.Context, ds []delivery) []idem.Consumed
 	// close stops the consumer without settling what it holds: the broker
 	// redelivers it (RabbitMQ at once, NATS after AckWait).
 	close()
@@ -86,18 +78,18 @@ type delivery interface {
 	attempt() int
 	// process runs the delivery through the adapter (engine runs) or the
 	// handler alone (broker-only runs) and says what to do with it.
-	process(ctx context.Context) (action, error)
+	process(ctx context.Context) (idem.Decision, error)
 	// settle performs a; cause is process's error.
-	settle(ctx context.Context, a action, cause error) error
+	settle(ctx context.Context, a idem.Decision, cause error) error
 }
 
-// directAction is what a broker-only consumer does after its handler.
-func directAction(err error) action {
+// directDecision is what a broker-only consumer does after its handler.
+func directDecision(err error) idem.Decision {
 	switch {
 	case err == nil:
-		return actAck
+		return idem.Ack
 	case idem.IsPermanent(err):
-		return actDeadLetter
+		return idem.DeadLetter
 	}
-	return actRequeue
+	return idem.Redeliver
 }

@@ -18,9 +18,9 @@ type coord interface {
 	// record adds a call or fault op to the history.
 	record(op history.Op)
 	// delivered counts one processed delivery and how it was settled
-	// (settled false: the settle call failed; actAbandoned: the consumer
+	// (settled false: the settle call failed; abandoned: the consumer
 	// crashed holding it).
-	delivered(redelivered bool, a action, settled bool)
+	delivered(redelivered bool, a idem.Decision, settled bool)
 	// batched counts one pulled batch of size deliveries.
 	batched(size int)
 	// apply applies e to the effect sink and records its effect op (op
@@ -50,19 +50,19 @@ var _ coord = (*runner)(nil)
 
 func (r *runner) record(op history.Op) { r.rec.Record(op) }
 
-func (r *runner) delivered(redelivered bool, a action, settled bool) {
+func (r *runner) delivered(redelivered bool, a idem.Decision, settled bool) {
 	r.c.deliveries.Add(1)
 	if redelivered {
 		r.c.redeliveries.Add(1)
 	}
 	switch {
-	case a == actAbandoned:
+	case a == abandoned:
 	case !settled:
 		r.c.settleErrors.Add(1)
-	case a == actAck:
+	case a == idem.Ack:
 		r.c.acked.Add(1)
 		r.settled.Add(1)
-	case a == actDeadLetter:
+	case a == idem.DeadLetter:
 		r.c.deadLetterActions.Add(1)
 		r.settled.Add(1)
 	default:

@@ -104,7 +104,7 @@ func (n *node) handle(ctx context.Context, id int, d delivery) (crashed bool) {
 		op.Outcome, op.Return, op.Token, op.Exec = history.Unknown, history.NoReturn, uint64(st.token), st.exec
 		op.Err = "consumer crashed after the effect, before the ack"
 		n.co.record(op)
-		n.co.delivered(d.redelivered(), actAbandoned, false)
+		n.co.delivered(d.redelivered(), abandoned, false)
 		return true
 	}
 	outcome(&op, st, a, err, m.Poison)
@@ -206,20 +206,20 @@ func (n *node) hook(ctx context.Context, p idem.Point, l idem.Lease) error {
 }
 
 // outcome fills in the call op of one processed delivery.
-func outcome(op *history.Op, st *callState, a action, err error, poison bool) {
+func outcome(op *history.Op, st *callState, a idem.Decision, err error, poison bool) {
 	op.Token = uint64(st.token)
 	op.Exec = st.exec
 	if err != nil {
 		op.Err = err.Error()
 	}
 	switch {
-	case a == actAck && err == nil && (st.ran || st.recovered):
+	case a == idem.Ack && err == nil && (st.ran || st.recovered):
 		op.Outcome, op.Resp = history.Executed, history.RespDigest(&okResponse)
-	case a == actAck && err == nil && poison:
+	case a == idem.Ack && err == nil && poison:
 		op.Outcome, op.Resp, op.Token = history.Failed, poisonDigest(op.Key), 0 // replay of the stored failure
-	case a == actAck && err == nil:
+	case a == idem.Ack && err == nil:
 		op.Outcome, op.Resp, op.Token = history.Replayed, history.RespDigest(&okResponse), 0
-	case a == actDeadLetter && st.ran && idem.IsPermanent(err) && poison:
+	case a == idem.DeadLetter && st.ran && idem.IsPermanent(err) && poison:
 		op.Outcome, op.Resp = history.Failed, poisonDigest(op.Key)
 	case errors.Is(err, idem.ErrFingerprintMismatch):
 		op.Outcome = history.Mismatch

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/idembench/idembench/consume"
+	"github.com/idembench/idembench/harness/multiproc"
 )
 
 // workerEnv makes the test binary a consume worker process instead of
@@ -21,7 +22,7 @@ const workerEnv = "IDEM_CONSUME_TEST_WORKER"
 func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-		err := consume.ServeWorker(ctx, os.Stdin, os.Stdout)
+		err := consume.ServeWorker(ctx, multiproc.Stdio())
 		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)

@@ -295,16 +295,12 @@ func (s *natsSub) nextBatch(ctx context.Context, n int, linger time.Duration) ([
 	return out, nil
 }
 
-func (s *natsSub) processBatch(ctx context.Context, ds []delivery) ([]action, []error) {
+func (s *natsSub) processBatch(ctx context.Context, ds []delivery) []idem.Consumed {
 	batch := make([]jetstream.Msg, len(ds))
 	for i, d := range ds {
 		batch[i] = d.(*natsDelivery).m
 	}
-	as, errs := make([]action, len(ds)), make([]error, len(ds))
-	for i, p := range s.c.ProcessBatch(ctx, batch) {
-		as[i], errs[i] = action(p.Action), p.Err
-	}
-	return as, errs
+	return s.c.ProcessBatch(ctx, batch)
 }
 
 type natsDelivery struct {
@@ -325,33 +321,25 @@ func (d *natsDelivery) attempt() int {
 	return int(md.NumDelivered)
 }
 
-func (d *natsDelivery) process(ctx context.Context) (action, error) {
+func (d *natsDelivery) process(ctx context.Context) (idem.Decision, error) {
 	if d.s.c == nil {
 		err := d.s.fn(ctx, d.m.Data())
-		return directAction(err), err
+		return directDecision(err), err
 	}
-	a, err := d.s.c.Process(ctx, d.m)
-	return action(a), err
+	return d.s.c.Process(ctx, d.m)
 }
 
-func (d *natsDelivery) settle(ctx context.Context, a action, cause error) error {
+func (d *natsDelivery) settle(ctx context.Context, a idem.Decision, cause error) error {
 	if d.s.c == nil {
 		// Broker-only: the same calls the adapter makes.
 		switch a {
-		case actAck:
+		case idem.Ack:
 			return d.m.DoubleAck(ctx)
-		case actDeadLetter:
+		case idem.DeadLetter:
 			err := idemnats.PublishTo(d.s.js, d.s.dlq)(ctx, d.m, "", cause)
 			return errors.Join(err, d.m.Term())
 		}
 		return d.m.Nak()
 	}
-	return d.s.c.Settle(ctx, d.m, idemnats.Action(a), cause)
+	return d.s.c.Settle(ctx, d.m, a, cause)
 }
-
-var (
-	_ = [1]int{}[idemnats.Ack-idemnats.Action(actAck)]
-	_ = [1]int{}[idemnats.Requeue-idemnats.Action(actRequeue)]
-	_ = [1]int{}[idemnats.RequeueLater-idemnats.Action(actRequeueLater)]
-	_ = [1]int{}[idemnats.DeadLetter-idemnats.Action(actDeadLetter)]
-)

@@ -8,6 +8,3 @@ import "syscall"
 func serverProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
-
-// workerProcAttr has nothing to set off Linux.
-func workerProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }

@@ -237,16 +237,12 @@ func (s *rabbitSub) nextBatch(ctx context.Context, n int, linger time.Duration) 
 	return out, nil
 }
 
-func (s *rabbitSub) processBatch(ctx context.Context, ds []delivery) ([]action, []error) {
+func (s *rabbitSub) processBatch(ctx context.Context, ds []delivery) []idem.Consumed {
 	batch := make([]*amqp.Delivery, len(ds))
 	for i, d := range ds {
 		batch[i] = &d.(*rabbitDelivery).d
 	}
-	as, errs := make([]action, len(ds)), make([]error, len(ds))
-	for i, p := range s.c.ProcessBatch(ctx, batch) {
-		as[i], errs[i] = action(p.Action), p.Err
-	}
-	return as, errs
+	return s.c.ProcessBatch(ctx, batch)
 }
 
 type rabbitDelivery struct {
@@ -265,33 +261,24 @@ func (d *rabbitDelivery) attempt() int {
 	return 1
 }
 
-func (d *rabbitDelivery) process(ctx context.Context) (action, error) {
+func (d *rabbitDelivery) process(ctx context.Context) (idem.Decision, error) {
 	if d.s.c == nil {
 		err := d.s.fn(ctx, d.d.Body)
-		return directAction(err), err
+		return directDecision(err), err
 	}
-	a, err := d.s.c.Process(ctx, &d.d)
-	return action(a), err
+	return d.s.c.Process(ctx, &d.d)
 }
 
-func (d *rabbitDelivery) settle(ctx context.Context, a action, cause error) error {
+func (d *rabbitDelivery) settle(ctx context.Context, a idem.Decision, cause error) error {
 	if d.s.c == nil {
 		// Broker-only: the same calls the adapter makes, without delay.
 		switch a {
-		case actAck:
+		case idem.Ack:
 			return d.d.Ack(false)
-		case actDeadLetter:
+		case idem.DeadLetter:
 			return d.d.Reject(false)
 		}
 		return d.d.Nack(false, true)
 	}
-	return d.s.c.Settle(ctx, &d.d, idemamqp.Action(a))
+	return d.s.c.Settle(ctx, &d.d, a)
 }
-
-// Compile-time checks that the adapters' actions line up with ours.
-var (
-	_ = [1]int{}[idemamqp.Ack-idemamqp.Action(actAck)]
-	_ = [1]int{}[idemamqp.Requeue-idemamqp.Action(actRequeue)]
-	_ = [1]int{}[idemamqp.RequeueLater-idemamqp.Action(actRequeueLater)]
-	_ = [1]int{}[idemamqp.DeadLetter-idemamqp.Action(actDeadLetter)]
-)

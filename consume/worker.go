@@ -1,15 +1,14 @@
 package consume
 
 import (
-	"bufio"
 	"context"
-	"encoding/gob"
 	"fmt"
 	"io"
 	"os"
 	"syscall"
 	"time"
 
+	"github.com/idembench/idembench/harness/multiproc"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/workload"
@@ -35,26 +34,29 @@ type workerSpec struct {
 	Holds []string
 }
 
+// workerKind names a consumer worker in the protocol's hello.
+const workerKind = "consume"
+
 // ServeWorker runs one consumer of a multi-process run (Config.Processes)
-// in this process: in is the worker's stdin and out its stdout, both
-// connected to the coordinator by Run; nothing else may write to out. Its
-// effects, history and idempotency store live in the coordinator, so the
-// process can be killed (SIGKILL after the effect, before the ack) or
-// stopped (SIGSTOP) at any point. It returns when ctx ends (the worker's
-// main cancels it on SIGTERM: a consumer restart) or when the pipe to the
+// in this process, speaking the worker protocol of package
+// harness/multiproc over t (the worker's stdin and stdout,
+// multiproc.Stdio, connected to the coordinator by Run). Its effects,
+// history and idempotency store live in the coordinator, so the process
+// can be killed (SIGKILL after the effect, before the ack) or stopped
+// (SIGSTOP) at any point. It returns when ctx ends (the worker's main
+// cancels it on SIGTERM: a consumer restart) or when the connection to the
 // coordinator breaks. A worker that Run aims a crash at kills itself with
 // SIGKILL and never returns.
-func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
-	bw := bufio.NewWriter(out)
-	dec := gob.NewDecoder(bufio.NewReader(in))
+func ServeWorker(ctx context.Context, t io.ReadWriteCloser) error {
+	c := multiproc.NewConn(t)
+	defer c.Close()
 	var spec workerSpec
-	if err := dec.Decode(&spec); err != nil {
-		return fmt.Errorf("consume: worker spec: %w", err)
+	if err := c.ReadHello(workerKind, &spec); err != nil {
+		return fmt.Errorf("consume: %w", err)
 	}
-	c := newClient(flushWriter{bw})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { c.read(dec); cancel() }()
+	go func() { c.Serve(ctx, nil); cancel() }()
 	cfg := &Config{Broker: spec.Broker, URL: spec.URL, Prefetch: spec.Prefetch, Consumers: spec.Consumers,
 		RequeueDelay: spec.RequeueDelay, AckWait: spec.AckWait, Batch: spec.Batch}
 	b, err := openBroker(ctx, cfg, spec.Run, false)
@@ -68,6 +70,7 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	n := &node{co: co, b: b, latency: spec.Latency, now: history.Now, batch: spec.Batch, linger: spec.BatchLinger, killInHook: true, ended: func(ctx context.Context, id int, crashed bool) {
 		if crashed {
+			_ = c.Notify(multiproc.MethodCrash, nil)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}
@@ -80,21 +83,9 @@ func ServeWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// flushWriter flushes after every write: each gob message goes out whole
-// and at once.
-type flushWriter struct{ w *bufio.Writer }
-
-func (f flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err == nil {
-		err = f.w.Flush()
-	}
-	return n, err
-}
-
 // rpcCoord is the coordinator as a worker sees it.
 type rpcCoord struct {
-	c     *client
+	c     *multiproc.Conn
 	holds map[string]bool // the overlap targets; read-only
 }
 
@@ -103,37 +94,37 @@ var _ coord = (*rpcCoord)(nil)
 // finishCall bounds the calls a worker makes to report what it did.
 const finishCall = 30 * time.Second
 
-func (r *rpcCoord) send(req request) (response, error) {
+func (r *rpcCoord) send(method string, req any) (response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), finishCall)
 	defer cancel()
-	return r.c.call(ctx, req)
+	return call(ctx, r.c, method, req)
 }
 
-func (r *rpcCoord) record(op history.Op) { _, _ = r.send(request{Method: mRecord, Op: op}) }
+func (r *rpcCoord) record(op history.Op) { _, _ = r.send(multiproc.MethodRecord, op) }
 
-func (r *rpcCoord) delivered(redelivered bool, a action, settled bool) {
-	_, _ = r.send(request{Method: mDelivered, Redelivered: redelivered, Action: uint8(a), Settled: settled})
+func (r *rpcCoord) delivered(redelivered bool, a idem.Decision, settled bool) {
+	_, _ = r.send(mDelivered, request{Redelivered: redelivered, Decision: a, Settled: settled})
 }
 
 func (r *rpcCoord) apply(ctx context.Context, e workload.Effect, op history.Op) (bool, error) {
-	resp, err := r.c.call(ctx, request{Method: mApply, Effect: e, Op: op})
+	resp, err := call(ctx, r.c, mApply, request{Effect: e, Op: op})
 	return resp.Bool, err
 }
 
 func (r *rpcCoord) recoverKey(ctx context.Context, key string, token idem.Token) (idem.Response, bool, error) {
-	resp, err := r.c.call(ctx, request{Method: mRecover, Key: key, Token: token})
+	resp, err := call(ctx, r.c, mRecover, request{Key: key, Token: token})
 	return resp.Resp, resp.Bool, err
 }
 
 func (r *rpcCoord) takeCrash(key string) bool {
-	resp, err := r.send(request{Method: mTakeCrash, Key: key})
+	resp, err := r.send(mTakeCrash, request{Key: key})
 	return err == nil && resp.Bool
 }
 
 // pause asks the coordinator, which stops this whole process (SIGSTOP)
 // before it answers when key is a pause target.
 func (r *rpcCoord) pause(ctx context.Context, consumer int, key string, token idem.Token) {
-	_, _ = r.send(request{Method: mPause, Consumer: consumer, Key: key, Token: token})
+	_, _ = r.send(multiproc.MethodPause, multiproc.PauseRequest{Consumer: consumer, Key: key, Token: uint64(token)})
 }
 
 // hold asks the coordinator, which answers once the hold is over (or at
@@ -142,35 +133,35 @@ func (r *rpcCoord) hold(ctx context.Context, consumer int, key string, token ide
 	if !r.holds[key] {
 		return false
 	}
-	resp, err := r.send(request{Method: mHold, Consumer: consumer, Key: key, Token: token})
+	resp, err := r.send(mHold, request{Consumer: consumer, Key: key, Token: token})
 	return err == nil && resp.Bool
 }
 
 func (r *rpcCoord) passed(key string, wait bool) {
 	if r.holds[key] {
-		_, _ = r.send(request{Method: mPassed, Key: key, Wait: wait})
+		_, _ = r.send(mPassed, request{Key: key, Wait: wait})
 	}
 }
 
 func (r *rpcCoord) heldDone(key string) {
 	if r.holds[key] {
-		_, _ = r.send(request{Method: mHeldDone, Key: key})
+		_, _ = r.send(mHeldDone, request{Key: key})
 	}
 }
 
 // remoteStore is the coordinator's idem.Store as a worker sees it. A
 // broken pipe is an ambiguous backend error: the engine fails closed.
-type remoteStore struct{ c *client }
+type remoteStore struct{ c *multiproc.Conn }
 
 var _ idem.Store = (*remoteStore)(nil)
 
 func (s *remoteStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
-	resp, err := s.c.call(ctx, request{Method: mAcquire, Key: key, FP: fp, TTL: ttl})
+	resp, err := call(ctx, s.c, mAcquire, request{Key: key, FP: fp, TTL: ttl})
 	return resp.Lease, resp.Rec, err
 }
 
 func (s *remoteStore) Heartbeat(ctx context.Context, l *idem.Lease, ttl time.Duration) error {
-	resp, err := s.c.call(ctx, request{Method: mHeartbeat, Lease: *l, TTL: ttl})
+	resp, err := call(ctx, s.c, mHeartbeat, request{Lease: *l, TTL: ttl})
 	if err == nil && resp.Lease != nil {
 		l.Expiry = resp.Lease.Expiry
 	}
@@ -178,26 +169,26 @@ func (s *remoteStore) Heartbeat(ctx context.Context, l *idem.Lease, ttl time.Dur
 }
 
 func (s *remoteStore) Complete(ctx context.Context, l *idem.Lease, r idem.Response, retention time.Duration) error {
-	_, err := s.c.call(ctx, request{Method: mComplete, Lease: *l, Resp: r, TTL: retention})
+	_, err := call(ctx, s.c, mComplete, request{Lease: *l, Resp: r, TTL: retention})
 	return err
 }
 
 func (s *remoteStore) Fail(ctx context.Context, l *idem.Lease, r idem.Response, retention time.Duration) error {
-	_, err := s.c.call(ctx, request{Method: mFail, Lease: *l, Resp: r, TTL: retention})
+	_, err := call(ctx, s.c, mFail, request{Lease: *l, Resp: r, TTL: retention})
 	return err
 }
 
 func (s *remoteStore) Release(ctx context.Context, l *idem.Lease) error {
-	_, err := s.c.call(ctx, request{Method: mRelease, Lease: *l})
+	_, err := call(ctx, s.c, mRelease, request{Lease: *l})
 	return err
 }
 
 func (s *remoteStore) Get(ctx context.Context, key string) (*idem.Record, error) {
-	resp, err := s.c.call(ctx, request{Method: mGet, Key: key})
+	resp, err := call(ctx, s.c, mGet, request{Key: key})
 	return resp.Rec, err
 }
 
-func (r *rpcCoord) batched(size int) { _, _ = r.send(request{Method: mBatched, Size: size}) }
+func (r *rpcCoord) batched(size int) { _, _ = r.send(mBatched, request{Size: size}) }
 
 // The batch claim and finish of a worker are one request each, so a
 // pulled batch costs the worker one round trip to the coordinator per
@@ -206,7 +197,7 @@ func (r *rpcCoord) batched(size int) { _, _ = r.send(request{Method: mBatched, S
 var _ idem.BatchStore = (*remoteStore)(nil)
 
 func (s *remoteStore) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, ttl time.Duration) []idem.AcquireResult {
-	resp, err := s.c.call(ctx, request{Method: mAcquireBatch, Acquires: reqs, TTL: ttl})
+	resp, err := call(ctx, s.c, mAcquireBatch, request{Acquires: reqs, TTL: ttl})
 	if err == nil && len(resp.Acquired) != len(reqs) {
 		err = idem.MarkAmbiguous(idem.BackendError("acquire batch", fmt.Errorf("%d answers for %d keys", len(resp.Acquired), len(reqs))))
 	}
@@ -217,13 +208,13 @@ func (s *remoteStore) AcquireBatch(ctx context.Context, reqs []idem.AcquireReque
 			continue
 		}
 		a := resp.Acquired[i]
-		out[i] = idem.AcquireResult{Lease: a.Lease, Record: a.Rec, Err: a.Err.err()}
+		out[i] = idem.AcquireResult{Lease: a.Lease, Record: a.Rec, Err: a.Err.Err()}
 	}
 	return out
 }
 
 func (s *remoteStore) FinishBatch(ctx context.Context, fs []idem.Finish, retention time.Duration) []error {
-	resp, err := s.c.call(ctx, request{Method: mFinishBatch, Finishes: fs, TTL: retention})
+	resp, err := call(ctx, s.c, mFinishBatch, request{Finishes: fs, TTL: retention})
 	if err == nil && len(resp.Finished) != len(fs) {
 		err = idem.MarkAmbiguous(idem.BackendError("finish batch", fmt.Errorf("%d answers for %d writes", len(resp.Finished), len(fs))))
 	}
@@ -233,7 +224,7 @@ func (s *remoteStore) FinishBatch(ctx context.Context, fs []idem.Finish, retenti
 			out[i] = err
 			continue
 		}
-		out[i] = resp.Finished[i].Err.err()
+		out[i] = resp.Finished[i].Err.Err()
 	}
 	return out
 }

@@ -7,42 +7,52 @@ import (
 	"reflect"
 )
 
-// Decision tells a message broker what to do with a delivered message. It is
-// independent of any broker library: map it to your client's ack calls.
+// Decision tells a message broker what to do with a delivered message. It
+// is the one answer of Consume and ConsumeBatch, and of the broker adapters
+// (idemamqp, idemnats), which carry it out; it is independent of any broker
+// library. The zero value is no decision (the message was not processed).
 type Decision uint8
 
-// The decisions Consume returns.
+// The decisions, with the call each broker adapter makes for it.
 const (
 	// Ack removes the message: it was processed now, or by an earlier
-	// delivery, or it failed permanently and the failure is stored.
+	// delivery (a duplicate, including one of a stored permanent failure).
+	// AMQP: Ack(false). NATS JetStream: Ack, or DoubleAck with
+	// idemnats.Options.ConfirmAck.
 	Ack Decision = iota + 1
-	// Nack hands the message back for redelivery: processing failed with a
-	// retryable error and the key was released, or the outcome could not
-	// be recorded (store failure, lost lease, cancelled context). A
-	// redelivery runs the function again or finds the stored outcome.
-	Nack
-	// Requeue hands the message back to be delivered again after a delay:
-	// another consumer is processing the same key right now. Redelivering
-	// at once would only meet the same lease.
-	Requeue
-	// Reject takes the message out of circulation (a dead-letter queue):
-	// it can never be processed under its key, because the key is invalid
-	// or was first used by a message with a different fingerprint.
-	// Redelivery would fail the same way forever.
-	Reject
+	// Redeliver hands the message back to be delivered again at once:
+	// processing failed with a retryable error and the key was released,
+	// or the outcome could not be recorded (store failure, lost lease,
+	// cancelled context). A redelivery runs the function again or finds
+	// the stored outcome. AMQP: Nack(false, true). NATS: Nak.
+	Redeliver
+	// RedeliverLater hands the message back to be delivered again after a
+	// delay: another consumer is processing the same key right now, and
+	// redelivering at once would only meet the same lease. AMQP: Nack(false,
+	// true) after idemamqp.Options.RequeueDelay (AMQP has no delayed
+	// requeue: Settle waits). NATS: NakWithDelay(idemnats.Options.RequeueDelay).
+	RedeliverLater
+	// DeadLetter takes the message out of circulation for good: the
+	// function failed permanently (the failure is stored, so a duplicate
+	// is acked), or the message can never be processed under its key (the
+	// key is missing or invalid, or was first used with a different
+	// fingerprint). AMQP: Reject(false), which routes it to the queue's
+	// dead-letter exchange. NATS: idemnats.Options.DeadLetter, then Term.
+	DeadLetter
 )
 
-// String returns "ack", "nack", "requeue", "reject" or "decision(N)".
+// String returns "ack", "redeliver", "redeliver-later", "dead-letter" or
+// "decision(N)".
 func (d Decision) String() string {
 	switch d {
 	case Ack:
 		return "ack"
-	case Nack:
-		return "nack"
-	case Requeue:
-		return "requeue"
-	case Reject:
-		return "reject"
+	case Redeliver:
+		return "redeliver"
+	case RedeliverLater:
+		return "redeliver-later"
+	case DeadLetter:
+		return "dead-letter"
 	}
 	return fmt.Sprintf("decision(%d)", uint8(d))
 }
@@ -52,15 +62,17 @@ func (d Decision) String() string {
 //
 //	fn succeeds                                → Ack, nil
 //	duplicate of a completed or failed message → Ack, nil (fn does not run)
-//	fn fails permanently (the engine's          → Ack, fn's error; the failure
-//	classifier, by default Permanent)             is stored, duplicates are acked
-//	fn fails retryably                         → Nack, fn's error; key released
-//	fn's error satisfies Ambiguous             → Nack, fn's error; key kept
-//	                                             until its lease expires (Do)
-//	key held by a live lease elsewhere         → Requeue, ErrInProgress
-//	invalid key, or key used with another fp   → Reject, ErrInvalidKey or
+//	fn fails permanently (the engine's          → DeadLetter, fn's error; the
+//	classifier, by default Permanent)             failure is stored, duplicates
+//	                                              are acked
+//	fn fails retryably                         → Redeliver, fn's error; key
+//	                                             released
+//	fn's error satisfies Ambiguous             → Redeliver, fn's error; key
+//	                                             kept until its lease expires
+//	key held by a live lease elsewhere         → RedeliverLater, ErrInProgress
+//	invalid key, or key used with another fp   → DeadLetter, ErrInvalidKey or
 //	                                             ErrFingerprintMismatch
-//	anything else (store failure, lease lost,  → Nack, the error
+//	anything else (store failure, lease lost,  → Redeliver, the error
 //	fault hook, cancelled ctx)
 //
 // With WithConflictWait, a duplicate first waits for the other consumer and
@@ -95,7 +107,7 @@ type Consumed struct {
 // message whose key appeared earlier in the batch (a duplicate delivery) is
 // answered after the earlier one is recorded, so it is typically acked
 // without running. DoBatch never waits on a key another consumer holds
-// (Requeue).
+// (RedeliverLater).
 func (e *Engine) ConsumeBatch(ctx context.Context, msgs []Message) []Consumed {
 	cs := make([]consumption, len(msgs))
 	items := make([]BatchItem, len(msgs))
@@ -135,15 +147,15 @@ func (c *consumption) decide(res Result, err error) (Decision, error) {
 	case c.ran && c.fnErr != nil && sameError(err, c.fnErr):
 		// Do returned fn's error alone: the outcome was recorded.
 		if res.Failed {
-			return Ack, err
+			return DeadLetter, err
 		}
-		return Nack, err
+		return Redeliver, err
 	case errors.Is(err, ErrInvalidKey), errors.Is(err, ErrFingerprintMismatch):
-		return Reject, err
+		return DeadLetter, err
 	case errors.Is(err, ErrInProgress):
-		return Requeue, err
+		return RedeliverLater, err
 	}
-	return Nack, err
+	return Redeliver, err
 }
 
 // sameError reports whether err is target itself rather than an error that

@@ -51,18 +51,18 @@ func ExampleEngine_Consume() {
 			fmt.Printf(" (%v)", err)
 		}
 		fmt.Println()
-		if d == idem.Nack || d == idem.Requeue {
+		if d == idem.Redeliver || d == idem.RedeliverLater {
 			queue <- m // redeliver
 		}
 	}
 	// Output:
 	//   charged m1
 	// m1 "charge 10": ack
-	// m2 "charge oops": ack (unparsable amount)
+	// m2 "charge oops": dead-letter (unparsable amount)
 	// m1 "charge 10": ack
-	// m3 "charge 30": nack (payment provider timed out)
+	// m3 "charge 30": redeliver (payment provider timed out)
 	// m2 "charge oops": ack
-	// m1 "charge 99": reject (idem: key reused with a different request: key "m1")
+	// m1 "charge 99": dead-letter (idem: key reused with a different request: key "m1")
 	//   charged m3
 	// m3 "charge 30": ack
 }

@@ -60,33 +60,33 @@ func TestConsume(t *testing.T) {
 			{"m", fp, nil, idem.Ack, nil, 1},
 			{"m", fp, nil, idem.Ack, nil, 1},
 		}},
-		{name: "permanent failure acked and stored", deliveries: []delivery{
-			{"m", fp, errBad, idem.Ack, errBad, 1},
+		{name: "permanent failure dead-lettered once and stored", deliveries: []delivery{
+			{"m", fp, errBad, idem.DeadLetter, errBad, 1},
 			{"m", fp, nil, idem.Ack, nil, 1},
 		}},
 		{name: "permanent failure with an incomparable error type", deliveries: []delivery{
-			{"m", fp, errList, idem.Ack, errList, 1},
+			{"m", fp, errList, idem.DeadLetter, errList, 1},
 			{"m", fp, nil, idem.Ack, nil, 1},
 		}},
 		{name: "retryable failure nacked and released", deliveries: []delivery{
-			{"m", fp, errBusy, idem.Nack, errBusy, 1},
-			{"m", fp, errBusy, idem.Nack, errBusy, 2},
+			{"m", fp, errBusy, idem.Redeliver, errBusy, 1},
+			{"m", fp, errBusy, idem.Redeliver, errBusy, 2},
 			{"m", fp, nil, idem.Ack, nil, 3},
 			{"m", fp, nil, idem.Ack, nil, 3},
 		}},
 		{name: "invalid key rejected", deliveries: []delivery{
-			{"bad key", fp, nil, idem.Reject, idem.ErrInvalidKey, 0},
+			{"bad key", fp, nil, idem.DeadLetter, idem.ErrInvalidKey, 0},
 		}},
 		{name: "key reused by another message rejected", deliveries: []delivery{
 			{"m", fp, nil, idem.Ack, nil, 1},
-			{"m", idem.FingerprintString("other body"), nil, idem.Reject, idem.ErrFingerprintMismatch, 1},
+			{"m", idem.FingerprintString("other body"), nil, idem.DeadLetter, idem.ErrFingerprintMismatch, 1},
 		}},
 		{name: "store down nacked", store: func(s idem.Store) idem.Store { return &brokenStore{Store: s, acquire: true} }, deliveries: []delivery{
-			{"m", fp, nil, idem.Nack, idem.ErrBackend, 0},
+			{"m", fp, nil, idem.Redeliver, idem.ErrBackend, 0},
 		}},
 		{name: "completion not recorded nacked", store: func(s idem.Store) idem.Store { return &brokenStore{Store: s, complete: true} }, deliveries: []delivery{
-			{"m", fp, nil, idem.Nack, idem.ErrBackend, 1},
-			{"m", fp, nil, idem.Requeue, idem.ErrInProgress, 1}, // the lease is still live
+			{"m", fp, nil, idem.Redeliver, idem.ErrBackend, 1},
+			{"m", fp, nil, idem.RedeliverLater, idem.ErrInProgress, 1}, // the lease is still live
 		}},
 	}
 	for _, tt := range tests {
@@ -162,7 +162,7 @@ func TestConsumeInFlightIsRequeued(t *testing.T) {
 		t.Error("duplicate ran while the first is in flight")
 		return nil
 	})
-	if d != idem.Requeue || !errors.Is(err, idem.ErrInProgress) {
+	if d != idem.RedeliverLater || !errors.Is(err, idem.ErrInProgress) {
 		t.Fatalf("in flight: %s, %v; want requeue, ErrInProgress", d, err)
 	}
 	close(release)
@@ -192,7 +192,7 @@ func TestConsumePanicReleases(t *testing.T) {
 }
 
 func TestDecisionString(t *testing.T) {
-	for d, want := range map[idem.Decision]string{idem.Ack: "ack", idem.Nack: "nack", idem.Requeue: "requeue", idem.Reject: "reject", 0: "decision(0)"} {
+	for d, want := range map[idem.Decision]string{idem.Ack: "ack", idem.Redeliver: "redeliver", idem.RedeliverLater: "redeliver-later", idem.DeadLetter: "dead-letter", 0: "decision(0)"} {
 		if got := d.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", uint8(d), got, want)
 		}
@@ -200,7 +200,7 @@ func TestDecisionString(t *testing.T) {
 }
 
 // TestConsumeAmbiguousKeepsKey: a handler that cannot tell whether its
-// effect happened gets its message handed back (Nack) but the key is kept,
+// effect happened gets its message handed back (Redeliver) but the key is kept,
 // so a redelivery within the lease is requeued rather than run again.
 func TestConsumeAmbiguousKeepsKey(t *testing.T) {
 	mem := memstore.New(memstore.Options{SweepInterval: -1})
@@ -209,14 +209,14 @@ func TestConsumeAmbiguousKeepsKey(t *testing.T) {
 	fp := idem.FingerprintString("body")
 	lost := errors.New("broker ack lost")
 	d, err := eng.Consume(context.Background(), "m", fp, func(context.Context) error { return idem.MarkAmbiguous(lost) })
-	if d != idem.Nack || !errors.Is(err, lost) {
-		t.Fatalf("ambiguous handler: %s, %v; want nack with the handler's error", d, err)
+	if d != idem.Redeliver || !errors.Is(err, lost) {
+		t.Fatalf("ambiguous handler: %s, %v; want redeliver with the handler's error", d, err)
 	}
 	d, err = eng.Consume(context.Background(), "m", fp, func(context.Context) error {
 		t.Error("redelivery ran within the lease of an ambiguous attempt")
 		return nil
 	})
-	if d != idem.Requeue || !errors.Is(err, idem.ErrInProgress) {
+	if d != idem.RedeliverLater || !errors.Is(err, idem.ErrInProgress) {
 		t.Fatalf("redelivery: %s, %v; want requeue, ErrInProgress", d, err)
 	}
 }

@@ -117,7 +117,7 @@ type report struct {
 	cfg          config
 	messages     []message
 	published    int
-	actions      map[string]int // settle actions by name
+	actions      map[string]int // settled copies by idem.Decision name
 	redelivered  int
 	crashes      int
 	deadLettered int

@@ -55,8 +55,8 @@ func TestEveryValidMessageChargedOnce(t *testing.T) {
 				if rep.crashes != 1 || rep.redelivered == 0 {
 					t.Errorf("%d crashes, %d redeliveries; want the crash and its redelivery", rep.crashes, rep.redelivered)
 				}
-				if rep.actions["requeue"] == 0 {
-					t.Error("no flaky message was requeued")
+				if rep.actions["redeliver"] == 0 {
+					t.Error("no flaky message was redelivered")
 				}
 				var out bytes.Buffer
 				rep.print(&out)

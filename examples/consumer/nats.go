@@ -95,7 +95,7 @@ func runNATS(ctx context.Context, cfg config, eng *idem.Engine, l *ledger, msgs 
 // copy is settled. A consumer that crashes is replaced.
 func consumeNATS(ctx context.Context, cons jetstream.Consumer, c *idemnats.Consumer, workers int, rep *report) error {
 	var mu sync.Mutex
-	settle := func(a idemnats.Action, msg jetstream.Msg) {
+	settle := func(a idem.Decision, msg jetstream.Msg) {
 		md, _ := msg.Metadata()
 		mu.Lock()
 		defer mu.Unlock()

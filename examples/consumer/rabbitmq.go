@@ -85,11 +85,11 @@ func consumeRabbitMQ(ctx context.Context, conn *amqp.Connection, queue string, c
 	var mu sync.Mutex
 	done := make(chan struct{})
 	finished := false
-	settle := func(a idemamqp.Action, d *amqp.Delivery) {
+	settle := func(a idem.Decision, d *amqp.Delivery) {
 		mu.Lock()
 		defer mu.Unlock()
 		rep.count(a.String(), d.Redelivered)
-		// A requeue counted after the last copy settled leaves the count
+		// A redelivery counted after the last copy settled leaves the count
 		// where it was: close once.
 		if !finished && rep.settled() >= rep.published {
 			finished = true

@@ -3,9 +3,6 @@ package multiproc
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,19 +12,25 @@ import (
 	"github.com/idembench/idembench/workload"
 )
 
-// assemble merges the streams, adds the coordinator's fault windows and
-// the effects only the backend ledger knows (their worker died before
-// recording them), and resolves every effect from the ledger.
-func (co *coordinator) assemble(ctx context.Context, streams []string, lr workload.LedgerReader, hdr history.Header) (*history.History, workload.LedgerStats, error) {
-	var st workload.LedgerStats
-	h, err := merge(streams)
-	if err != nil {
-		return nil, st, err
-	}
-	h.Header.Start = hdr.Start
+// history returns the run's history so far: what the workers sent and
+// the coordinator's fault windows, under hdr.
+func (co *coordinator) history(hdr history.Header) *history.History {
 	co.mu.Lock()
-	h.Ops = append(h.Ops, co.windows...)
-	co.mu.Unlock()
+	defer co.mu.Unlock()
+	h := &history.History{Header: hdr, Ops: make([]history.Op, 0, len(co.ops)+len(co.windows))}
+	h.Ops = append(append(h.Ops, co.ops...), co.windows...)
+	return h
+}
+
+// assemble merges the workers' histories, adds the coordinator's fault
+// windows and the effects only the backend ledger knows (their worker died
+// before recording them), and resolves every effect from the ledger.
+func (co *coordinator) assemble(ctx context.Context, lr workload.LedgerReader, hdr history.Header) (*history.History, workload.LedgerStats, error) {
+	var st workload.LedgerStats
+	if !co.sent() {
+		return nil, st, harness.EnvironmentError(errors.New("no worker sent a history"))
+	}
+	h := co.history(hdr)
 	idx := index(h)
 	entries, err := lr.ReadLedger(ctx, co.base.Prefix, idx.keys())
 	if err != nil {
@@ -45,30 +48,6 @@ func (co *coordinator) assemble(ctx context.Context, streams []string, lr worklo
 		return applied, true
 	})
 	return h, led.Stats(), nil
-}
-
-// merge decodes and merges the workers' history streams.
-func merge(streams []string) (*history.History, error) {
-	if len(streams) == 0 {
-		return nil, harness.EnvironmentError(errors.New("no worker wrote a history"))
-	}
-	hs := make([]*history.History, len(streams))
-	for i, p := range streams {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, harness.EnvironmentError(err)
-		}
-		hs[i], err = history.Decode(f)
-		f.Close()
-		if err != nil {
-			return nil, harness.EnvironmentError(fmt.Errorf("worker stream %s: %w", filepath.Base(p), err))
-		}
-	}
-	h, err := history.Merge(hs...)
-	if err != nil {
-		return nil, harness.EnvironmentError(err)
-	}
-	return h, nil
 }
 
 type execID struct{ key, exec string }
@@ -156,49 +135,14 @@ func clientOf(exec string) int {
 	return n
 }
 
-// savePartial writes to dir the history of a run cut short by its ctx: the
-// workers' streams as far as they got (a worker killed by the interrupt
-// may have left its last line half written; what precedes it is kept) and
-// the fault windows (the workers', the coordinator's and the backend's),
-// unresolved against the ledger. It returns cause,
-// wrapped with what was written.
-func (co *coordinator) savePartial(dir string, streams []string, hdr history.Header, cause error) error {
-	var hs []*history.History
-	for _, p := range streams {
-		if h := readPrefix(p); h != nil {
-			hs = append(hs, h)
-		}
-	}
-	h, err := history.Merge(hs...)
-	if err != nil || len(hs) == 0 {
-		return fmt.Errorf("%w (history so far not written: no worker stream could be read: %v)", cause, err)
-	}
-	h.Header.Start = hdr.Start
-	co.mu.Lock()
-	h.Ops = append(h.Ops, co.windows...)
-	co.mu.Unlock()
+// savePartial writes to dir the history of a run cut short by its ctx:
+// what the workers sent (a worker killed by the interrupt may have sent
+// nothing) and the fault windows (the coordinator's and the backend's),
+// unresolved against the ledger. It returns cause, wrapped with what was
+// written.
+func (co *coordinator) savePartial(dir string, hdr history.Header, cause error) error {
+	h := co.history(hdr)
 	h.Ops = append(h.Ops, co.p.Faults.Windows()...) // the backend's
+	history.SortByCall(h.Ops)
 	return harness.SavePartial(dir, h, cause)
-}
-
-// readPrefix decodes the stream at path up to its first unreadable line;
-// nil if not even its header can be read.
-func readPrefix(path string) *history.History {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	d, err := history.NewReader(f)
-	if err != nil {
-		return nil
-	}
-	h := &history.History{Header: d.Header()}
-	for {
-		var op history.Op
-		if d.Read(&op) != nil {
-			return h
-		}
-		h.Ops = append(h.Ops, op)
-	}
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -30,7 +27,6 @@ type coordinator struct {
 	shares  []int
 	clients int
 	rate    float64
-	dir     string
 	opts    Options
 	base    workerSpec
 	t0      time.Time
@@ -41,10 +37,15 @@ type coordinator struct {
 	scheduled []chaos.ProcessPause
 	stopMu    []sync.Mutex
 
-	mu       sync.Mutex
-	pending  map[int]chaos.ProcessPause // pauses not yet done, by id
-	procs    []*exec.Cmd                // current process of each worker
-	streams  []string
+	mu      sync.Mutex
+	pending map[int]chaos.ProcessPause // pauses not yet done, by id
+	procs   []*Proc                    // current process of each worker
+	// ops are what the workers sent of their histories; ended counts the
+	// incarnations that sent all of it (MethodDone or MethodCrash);
+	// progress is each incarnation's last count of calls, by ClientBase.
+	ops      []history.Op
+	ended    int
+	progress map[int]int
 	windows  []history.Op
 	restarts int
 	nextBase int
@@ -53,17 +54,17 @@ type coordinator struct {
 	grace    *time.Timer // kills the workers an interrupt did not stop in time
 }
 
-func newCoordinator(p *harness.Prepared, cfg workload.Config, hdr history.Header, n int, dir string, opts Options) *coordinator {
+func newCoordinator(p *harness.Prepared, cfg workload.Config, n int, opts Options) *coordinator {
 	sp := p.Spec
 	over := sp.Overrides
 	over.Duration = cfg.Duration
 	over.ClosedLoop = cfg.Rate == 0 // Clients and Rate: each worker's share (next)
-	co := &coordinator{p: p, n: n, dir: dir, opts: opts, procs: make([]*exec.Cmd, n),
+	co := &coordinator{p: p, n: n, opts: opts, procs: make([]*Proc, n), progress: map[int]int{},
 		shares: clientShares(cfg.Clients, n), clients: cfg.Clients, rate: cfg.Rate}
 	co.base = workerSpec{
 		Engine: sp.Engine.Name, Backend: sp.Backend, URL: p.Env.URL, SinkURL: p.SinkURL,
 		Sink: sp.Sink, Recovery: p.Recovery, Scenario: sp.ScenarioName, Over: over,
-		Prefix: cfg.Keys.Prefix, Header: hdr,
+		Prefix: cfg.Keys.Prefix,
 	}
 	if sp.Faults != nil {
 		co.base.ClientTimeout = sp.Faults.ClientTimeout
@@ -86,10 +87,10 @@ func newCoordinator(p *harness.Prepared, cfg workload.Config, hdr history.Header
 }
 
 // run starts the workers, injects the process faults, restarts killed
-// workers until the traffic is over, and waits for every worker. It
-// returns the history streams they wrote; when ctx ends first, it returns
-// the streams written so far with ctx's error.
-func (co *coordinator) run(ctx context.Context, d time.Duration) ([]string, error) {
+// workers until the traffic is over, and waits for every worker and the
+// histories they send. When ctx ends first, it returns ctx's error and
+// keeps what the workers sent.
+func (co *coordinator) run(ctx context.Context, d time.Duration) error {
 	co.t0 = time.Now()
 	var wg sync.WaitGroup
 	// An interrupted run stops its workers (and resumes a stopped one):
@@ -100,7 +101,7 @@ func (co *coordinator) run(ctx context.Context, d time.Duration) ([]string, erro
 		if err := co.start(ctx, &wg, i, d); err != nil {
 			co.killAll()
 			wg.Wait()
-			return nil, err
+			return err
 		}
 	}
 	co.p.Faults.Start() // restarts and network faults, on the traffic's clock
@@ -109,7 +110,7 @@ func (co *coordinator) run(ctx context.Context, d time.Duration) ([]string, erro
 	for _, p := range co.scheduled {
 		pw.Go(func() { co.pause(pctx, p) })
 	}
-	wg.Wait() // the workers and their control pipes
+	wg.Wait() // the workers and their connections
 	stopPauses()
 	pw.Wait()
 	co.p.Faults.Stop()
@@ -119,13 +120,9 @@ func (co *coordinator) run(ctx context.Context, d time.Duration) ([]string, erro
 		co.grace.Stop() // every worker has exited
 	}
 	if err := ctx.Err(); err != nil {
-		// The streams written so far, for a partial history.
-		return co.streams, err
+		return err
 	}
-	if co.failed != nil {
-		return nil, co.failed
-	}
-	return co.streams, nil
+	return co.failed
 }
 
 // next returns the spec of worker i's next incarnation, for what is left
@@ -135,7 +132,6 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 	defer co.mu.Unlock()
 	ws := co.base
 	ws.Index = i
-	ws.Header.Process = i + 1
 	ws.Over.Clients = co.shares[i]
 	ws.Over.Rate = co.rate * float64(co.shares[i]) / float64(co.clients)
 	ws.ClientBase = co.nextBase
@@ -160,79 +156,86 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 	for id, p := range co.pending {
 		ws.Pauses = append(ws.Pauses, aimedPause{ID: id, At: max(p.At-elapsed, 0), For: p.For})
 	}
-	ws.Out = filepath.Join(co.dir, fmt.Sprintf("worker-%d-%d.jsonl", i, ws.ClientBase))
 	return ws
 }
 
 // start starts an incarnation of worker i.
 func (co *coordinator) start(ctx context.Context, wg *sync.WaitGroup, i int, d time.Duration) error {
 	ws := co.next(i, d)
-	spec, err := marshal(ws)
-	if err != nil {
-		return err
-	}
-	cmd, err := co.opts.command(spec)
+	cmd, err := co.opts.command()
 	if err != nil {
 		return harness.EnvironmentError(err)
 	}
-	logf, err := os.Create(ws.Out + ".log")
+	p, err := StartProc(cmd)
 	if err != nil {
-		return harness.EnvironmentError(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = workerProcAttr()
-	var cp *controlPipe
-	if len(ws.Pauses) > 0 {
-		if cp, err = newControlPipe(); err != nil {
-			logf.Close()
-			return harness.EnvironmentError(fmt.Errorf("worker %d: control pipe: %w", i, err))
-		}
-		cp.attach(cmd)
-	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		if cp != nil {
-			cp.close()
-		}
 		return harness.EnvironmentError(fmt.Errorf("start worker %d: %w", i, err))
 	}
 	co.mu.Lock()
-	co.procs[i] = cmd
+	co.procs[i] = p
 	co.mu.Unlock()
-	if cp != nil {
-		// The worker holds its ends now: its exit ends serve.
-		cp.closeWorkerEnds()
-		wg.Go(func() { co.serve(ctx, i, cmd, cp) })
-	}
+	_ = p.Conn.SendHello(workerKind, ws)
 	wg.Go(func() {
-		err := cmd.Wait()
-		logf.Close()
-		co.exited(ctx, wg, i, ws, err, d)
+		// Serve ends once the worker exited and all it sent is read.
+		p.Conn.Serve(ctx, func(ctx context.Context, method string, body any, _ bool) (any, error) {
+			return co.handle(ctx, i, ws.ClientBase, p, method, body)
+		})
+		p.Conn.Close()
+		co.exited(ctx, wg, i, p, d)
 	})
 	return nil
 }
 
-// exited handles the end of an incarnation: a stream to merge, a restart
-// after a SIGKILL, or a failure.
-func (co *coordinator) exited(ctx context.Context, wg *sync.WaitGroup, i int, ws workerSpec, err error, d time.Duration) {
-	killed := false
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		if s, ok := ee.Sys().(syscall.WaitStatus); ok && s.Signaled() && s.Signal() == syscall.SIGKILL {
-			killed = true
-		}
+// handle carries out a call or an event of worker i's incarnation p.
+func (co *coordinator) handle(ctx context.Context, i, incarnation int, p *Proc, method string, body any) (any, error) {
+	if r, ok := body.(PauseRequest); ok { // MethodPause
+		return co.stopWorker(ctx, i, p, r), nil
 	}
 	co.mu.Lock()
-	if _, serr := os.Stat(ws.Out); serr == nil {
-		co.streams = append(co.streams, ws.Out)
+	defer co.mu.Unlock()
+	switch b := body.(type) {
+	case []history.Op: // MethodRecord
+		co.ops = append(co.ops, b...)
+	case int: // MethodProgress
+		co.progress[incarnation] = b
+	case string: // MethodDone, MethodCrash
+		co.ended++
+	default:
+		return nil, fmt.Errorf("multiproc: worker %d sent %q with a %T", i, method, body)
 	}
+	return nil, nil
+}
+
+// calls sums the calls every worker incarnation recorded so far.
+func (co *coordinator) calls() int {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	n := 0
+	for _, c := range co.progress {
+		n += c
+	}
+	return n
+}
+
+// sent reports whether any worker sent any of its history.
+func (co *coordinator) sent() bool {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	return len(co.ops) > 0 || co.ended > 0
+}
+
+// exited handles the end of an incarnation: a restart after a SIGKILL, or
+// a failure.
+func (co *coordinator) exited(ctx context.Context, wg *sync.WaitGroup, i int, p *Proc, d time.Duration) {
+	err := p.Wait()
+	killed := p.Killed()
+	co.mu.Lock()
 	stopping := co.stopping || ctx.Err() != nil
 	switch {
 	case stopping:
 	case killed:
 		co.restarts++
 	case err != nil:
-		log, _ := os.ReadFile(ws.Out + ".log")
-		co.failed = errors.Join(co.failed, harness.EnvironmentError(fmt.Errorf("worker %d: %v: %s", i, err, tail(string(log), 2000))))
+		co.failed = errors.Join(co.failed, harness.EnvironmentError(fmt.Errorf("worker %d: %w", i, p.ExitError())))
 	}
 	restart := killed && !stopping && co.restarts <= maxRestarts && d-time.Since(co.t0) > 100*time.Millisecond
 	co.mu.Unlock()
@@ -245,11 +248,34 @@ func (co *coordinator) exited(ctx context.Context, wg *sync.WaitGroup, i int, ws
 	}
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
+// stopWorker carries out a pause request of worker i: SIGSTOP, the pause's
+// length (less if ctx ends), SIGCONT, and the window in the history; a
+// scheduled stop of the same worker under way ends first. It refuses a
+// pause it does not know or that a worker already took, and any pause once
+// the run is stopping.
+func (co *coordinator) stopWorker(ctx context.Context, i int, p *Proc, r PauseRequest) bool {
+	co.mu.Lock()
+	pz, ok := co.pending[r.ID]
+	ok = ok && !co.stopping && ctx.Err() == nil
+	if ok {
+		delete(co.pending, r.ID)
 	}
-	return s
+	co.mu.Unlock()
+	if !ok {
+		return false
+	}
+	co.stopMu[i].Lock() // a scheduled stop of the worker ends first
+	start, stopped := p.StopFor(ctx, pz.For)
+	co.stopMu[i].Unlock()
+	if !stopped {
+		return false // it exited meanwhile
+	}
+	w := history.Fault(fmt.Sprintf("SIGSTOP worker %d (pid %d) for %s, aimed after the effect of %s", i, p.Pid(), pz.For, r.Key),
+		start, history.Now()).OnWorker(i).OnKey(r.Key, r.Token)
+	co.mu.Lock()
+	co.windows = append(co.windows, w)
+	co.mu.Unlock()
+	return true
 }
 
 // pause stops worker p.Worker wherever it is at p.At, for p.For, unless
@@ -262,38 +288,20 @@ func (co *coordinator) pause(ctx context.Context, p chaos.ProcessPause) {
 	case <-time.After(time.Until(co.t0.Add(p.At))):
 	}
 	co.mu.Lock()
-	cmd := co.procs[p.Worker]
+	proc := co.procs[p.Worker]
 	co.mu.Unlock()
-	if cmd == nil || cmd.Process == nil || !co.stopMu[p.Worker].TryLock() {
+	if proc == nil || !co.stopMu[p.Worker].TryLock() {
 		return
 	}
 	defer co.stopMu[p.Worker].Unlock()
-	start, ok := stopFor(ctx, cmd, p.For)
+	start, ok := proc.StopFor(ctx, p.For)
 	if !ok {
 		return
 	}
-	w := history.Fault(fmt.Sprintf("SIGSTOP worker %d (pid %d) for %s", p.Worker, cmd.Process.Pid, p.For), start, history.Now()).OnWorker(p.Worker)
+	w := history.Fault(fmt.Sprintf("SIGSTOP worker %d (pid %d) for %s", p.Worker, proc.Pid(), p.For), start, history.Now()).OnWorker(p.Worker)
 	co.mu.Lock()
 	co.windows = append(co.windows, w)
 	co.mu.Unlock()
-}
-
-// stopFor stops cmd with SIGSTOP and continues it with SIGCONT d later,
-// or as soon as ctx ends. It returns when it stopped it, on the run's
-// timeline, and false when the process was gone.
-func stopFor(ctx context.Context, cmd *exec.Cmd, d time.Duration) (int64, bool) {
-	start := history.Now()
-	if cmd.Process.Signal(syscall.SIGSTOP) != nil {
-		return 0, false
-	}
-	t := time.NewTimer(d)
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	t.Stop()
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	return start, true
 }
 
 // interruptGrace is how long an interrupted worker has to save its
@@ -306,10 +314,10 @@ const interruptGrace = time.Second
 func (co *coordinator) interruptAll() {
 	co.mu.Lock()
 	co.stopping = true
-	for _, c := range co.procs {
-		if c != nil && c.Process != nil {
-			_ = c.Process.Signal(syscall.SIGCONT)
-			_ = c.Process.Signal(syscall.SIGTERM)
+	for _, p := range co.procs {
+		if p != nil {
+			_ = p.Signal(syscall.SIGCONT)
+			_ = p.Signal(syscall.SIGTERM)
 		}
 	}
 	co.grace = time.AfterFunc(interruptGrace, co.killAll)
@@ -322,10 +330,10 @@ func (co *coordinator) killAll() {
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	co.stopping = true
-	for _, c := range co.procs {
-		if c != nil && c.Process != nil {
-			_ = c.Process.Signal(syscall.SIGCONT)
-			_ = c.Process.Kill()
+	for _, p := range co.procs {
+		if p != nil {
+			_ = p.Signal(syscall.SIGCONT)
+			_ = p.Signal(syscall.SIGKILL)
 		}
 	}
 }

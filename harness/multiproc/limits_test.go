@@ -14,7 +14,6 @@ import (
 
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/harness/engines"
-	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 	"github.com/idembench/idembench/scenarios"
 	"github.com/idembench/idembench/workload"
@@ -25,7 +24,7 @@ import (
 func TestWorkerLimits(t *testing.T) {
 	url := testenv.RedisURL(t)
 	var started atomic.Int32
-	opts := Options{Command: func(string) (*exec.Cmd, error) {
+	opts := Options{Command: func() (*exec.Cmd, error) {
 		started.Add(1)
 		return exec.Command("true"), nil
 	}}
@@ -98,7 +97,7 @@ func TestWorkersRunTheRunsClients(t *testing.T) {
 		p := &harness.Prepared{Spec: harness.Spec{Engine: engines.Reference(), Backend: harness.Redis, Scenario: sc,
 			ScenarioName: sc.Name, Overrides: harness.Overrides{Seed: 1}}}
 		cfg := harness.WorkloadConfig(sc, harness.Overrides{Seed: 1, Clients: c.clients, Rate: c.rate})
-		co := newCoordinator(p, cfg, history.Header{}, c.workers, t.TempDir(), Options{})
+		co := newCoordinator(p, cfg, c.workers, Options{})
 		co.t0 = time.Now()
 		clients, rate := 0, 0.0
 		for i := range c.workers {

@@ -2,23 +2,25 @@
 // processes that drive the backend with the same keys, so that a key's
 // holder and its successor are in different processes. The scenario's
 // crashes become real SIGKILLs (the worker kills itself at the crash point
-// after saving its history stream; the coordinator starts a new
-// incarnation), its pauses SIGSTOP/SIGCONT of a whole worker process
-// (heartbeat goroutines stop too), aimed: the worker asks the coordinator
-// to stop it right after an effect, before its completion (pause.go).
-// Effects go to a sink whose ledger lives
-// in the backend (workload/redissink, workload/pgsink, or the engine's
-// transactional sink). Each incarnation writes its own history stream; the
-// coordinator merges them, adds the effects whose acknowledgement died with
-// a worker from the backend ledger, and checks the whole with the harness.
+// after sending its history; the coordinator starts a new incarnation),
+// its pauses SIGSTOP/SIGCONT of a whole worker process (heartbeat
+// goroutines stop too), aimed: the worker asks the coordinator to stop it
+// right after an effect, before its completion (pause.go). Effects go to a
+// sink whose ledger lives in the backend (workload/redissink,
+// workload/pgsink, or the engine's transactional sink). Each incarnation
+// sends the coordinator its history; the coordinator merges them, adds the
+// effects whose acknowledgement died with a worker from the backend
+// ledger, and checks the whole with the harness.
 //
-// The worker processes run a program that calls Worker with the spec the
-// coordinator passes (the idembench CLI's hidden "worker" subcommand does).
+// Coordinator and workers speak one protocol (conn.go: a hello with the
+// spec, then calls both ways and events), over a worker's stdin and stdout
+// today; package consume's worker processes speak it too. The worker
+// processes of Run run a program that calls Worker (the idembench CLI's
+// hidden "worker" subcommand does).
 package multiproc
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"strconv"
@@ -26,30 +28,27 @@ import (
 
 	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/harness"
-	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/workload"
 )
 
-// Options configure Run. The zero value runs this program's "worker
-// --spec SPEC" subcommand.
+// Options configure Run. The zero value runs this program's "worker"
+// subcommand.
 type Options struct {
-	// Command returns the command that runs one worker process with the
-	// given JSON spec, which it must pass to Worker. Nil means this
-	// executable with the arguments "worker", "--spec", spec. Run puts the
-	// worker's control pipe first in the command's ExtraFiles (descriptors
-	// 3 and 4); any the command sets come after.
-	Command func(spec string) (*exec.Cmd, error)
+	// Command returns the command that runs one worker process, which
+	// must call Worker with Stdio. Nil means this executable with the
+	// argument "worker". Run sets its Stdin, Stdout and Stderr.
+	Command func() (*exec.Cmd, error)
 }
 
-func (o Options) command(spec string) (*exec.Cmd, error) {
+func (o Options) command() (*exec.Cmd, error) {
 	if o.Command != nil {
-		return o.Command(spec)
+		return o.Command()
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	return exec.Command(exe, "worker", "--spec", spec), nil
+	return exec.Command(exe, "worker"), nil
 }
 
 // workerSpec is what the coordinator tells one worker process (one
@@ -64,16 +63,11 @@ type workerSpec struct {
 	Scenario string            `json:"scenario"`
 	Over     harness.Overrides `json:"overrides"`
 	// ClientBase offsets the worker's client ids; Prefix is the run's.
-	ClientBase int            `json:"client_base"`
-	Prefix     string         `json:"prefix"`
-	Header     history.Header `json:"header"`
-	// Out is the file the worker writes its history stream to: at the end
-	// of its run, or right before it kills itself at a crash point.
-	Out string `json:"out"`
+	ClientBase int    `json:"client_base"`
+	Prefix     string `json:"prefix"`
 	// Crash, when set, is the crash fault of this incarnation.
 	Crash *chaos.Fault `json:"crash,omitempty"`
-	// Pauses, when any, are this incarnation's aimed pauses; its control
-	// pipe is then its descriptors 3 and 4 (pause.go).
+	// Pauses, when any, are this incarnation's aimed pauses (pause.go).
 	Pauses []aimedPause `json:"pauses,omitempty"`
 	Index  int          `json:"index"`
 	// ClientTimeout, when positive, replaces the scenario's client timeout
@@ -130,24 +124,19 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 		return nil, harness.ConfigError("workers: %d worker processes for %d clients: each worker runs at least one client (use at most %d workers, or more clients)",
 			workers, cfg.Clients, cfg.Clients)
 	}
-	dir, err := makeTempDir()
-	if err != nil {
-		return nil, harness.EnvironmentError(err)
-	}
-	defer os.RemoveAll(dir)
 	hdr := p.Header(cfg)
 	hdr.Options["workers"] = strconv.Itoa(workers)
-	co := newCoordinator(p, cfg, hdr, workers, dir, opts)
-	stopWatch := watch(p.Spec.Progress, dir, cfg.Duration)
+	co := newCoordinator(p, cfg, workers, opts)
+	stopWatch := watch(p.Spec.Progress, co.calls, cfg.Duration)
 	wctx, stopServerWatch := p.WatchBackend(ctx)
-	streams, err := co.run(wctx, cfg.Duration)
+	err = co.run(wctx, cfg.Duration)
 	stopWatch()
 	if werr := stopServerWatch(); werr != nil && ctx.Err() == nil {
 		return nil, werr
 	}
 	if err != nil {
-		if ctx.Err() != nil && p.Spec.Out != "" && len(streams) > 0 {
-			return nil, co.savePartial(p.Spec.Out, streams, hdr, err)
+		if ctx.Err() != nil && p.Spec.Out != "" && co.sent() {
+			return nil, co.savePartial(p.Spec.Out, hdr, err)
 		}
 		return nil, err
 	}
@@ -157,7 +146,7 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	if err := p.CheckBackend(ctx); err != nil {
 		return nil, err
 	}
-	h, stats, err := co.assemble(ctx, streams, sink, hdr)
+	h, stats, err := co.assemble(ctx, sink, hdr)
 	if err != nil {
 		return nil, err
 	}
@@ -179,9 +168,4 @@ func clientShares(clients, n int) []int {
 		}
 	}
 	return shares
-}
-
-func marshal(ws workerSpec) (string, error) {
-	b, err := json.Marshal(ws)
-	return string(b), err
 }

@@ -1,20 +1,13 @@
 package multiproc
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -28,7 +21,7 @@ import (
 // pause works so: the coordinator tells every worker incarnation, in its
 // spec, when each aimed pause not yet taken is armed; the first execution
 // of any worker to reach idem.PointAfterFn after a pause is armed asks the
-// coordinator, over its worker's control pipe, to stop it, and waits for
+// coordinator, with a MethodPause call, to stop it, and waits for
 // the answer (a worker asking for a pause another took is refused); the
 // coordinator sends SIGSTOP, waits the pause's length, sends SIGCONT and
 // answers. The execution's effect happened and its completion is not
@@ -47,8 +40,8 @@ import (
 //   - the worker waits for the answer at most the pause's length plus
 //     ackSlack, or until its run ends; an answer that comes late is
 //     recognised by its id and dropped;
-//   - the coordinator reads a worker's requests until the worker's end of
-//     the pipe closes, which its exit does, whatever way it exits;
+//   - the coordinator reads a worker's calls until the worker's end of
+//     the connection closes, which its exit does, whatever way it exits;
 //   - a worker never asks while another of its requests is open, nor for
 //     a pause that would outlast its traffic (the liveness probe needs
 //     every worker);
@@ -56,15 +49,6 @@ import (
 //     while an aimed one holds the worker; an aimed one waits for a
 //     scheduled one to end), so neither resumes the other's stop early,
 //     and the last signal a worker gets is always a SIGCONT.
-//
-// A worker's control pipe is its file descriptors 3 (requests, written)
-// and 4 (answers, read).
-
-// Control pipe file descriptors in a worker process.
-const (
-	controlReqFD = 3
-	controlAckFD = 4
-)
 
 // ackSlack is how much longer than the pause itself a worker waits for the
 // coordinator's answer before it goes on (unpaused, or paused late).
@@ -78,55 +62,30 @@ type aimedPause struct {
 	For time.Duration `json:"for"`
 }
 
-// pauseRequest is a worker's request to be stopped for pause ID: the
-// execution of Key under Token is right after its effect.
-type pauseRequest struct {
-	ID    int    `json:"id"`
-	Key   string `json:"key"`
-	Token uint64 `json:"token"`
-}
-
-// pauseAck answers a request: Stopped says whether the worker was stopped
-// (false: the pause was refused, e.g. the run is ending).
-type pauseAck struct {
-	ID      int  `json:"id"`
-	Stopped bool `json:"stopped"`
-}
-
 // pauser is the worker side: it asks for its pauses from the engine hook.
 type pauser struct {
 	ctx    context.Context // the worker's run
-	pauses []aimedPause    // by At
+	c      *Conn
+	pauses []aimedPause // by At
 	runFor time.Duration
 	slack  time.Duration // ackSlack
-	req    *os.File
-	ackF   *os.File
-	ack    *bufio.Reader
 
 	t0      atomic.Pointer[time.Time] // traffic start, set by start
 	stopped atomic.Bool
 
-	mu   sync.Mutex // held while a request is open; guards next
+	mu   sync.Mutex // held while a call is open; guards next
 	next int
 }
 
-// newPauser opens the worker's control pipe for pauses; it returns nil
-// when there are no pauses.
-func newPauser(ctx context.Context, pauses []aimedPause, runFor time.Duration) (*pauser, error) {
+// newPauser returns the pauser of a worker's pauses on c; nil when there
+// are none.
+func newPauser(ctx context.Context, c *Conn, pauses []aimedPause, runFor time.Duration) *pauser {
 	if len(pauses) == 0 {
-		return nil, nil
+		return nil
 	}
-	// Non-blocking, so that every read and write can have a deadline.
-	for _, fd := range []int{controlReqFD, controlAckFD} {
-		if err := syscall.SetNonblock(fd, true); err != nil {
-			return nil, fmt.Errorf("control pipe: %w", err)
-		}
-	}
-	p := &pauser{ctx: ctx, pauses: slices.Clone(pauses), runFor: runFor, slack: ackSlack,
-		req: os.NewFile(controlReqFD, "control-requests"), ackF: os.NewFile(controlAckFD, "control-answers")}
+	p := &pauser{ctx: ctx, c: c, pauses: slices.Clone(pauses), runFor: runFor, slack: ackSlack}
 	slices.SortFunc(p.pauses, func(a, b aimedPause) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.ID, b.ID)) })
-	p.ack = bufio.NewReader(p.ackF)
-	return p, nil
+	return p
 }
 
 func (p *pauser) start() {
@@ -136,14 +95,10 @@ func (p *pauser) start() {
 
 func (p *pauser) stop() { p.stopped.Store(true) }
 
-func (p *pauser) close() {
-	p.req.Close()
-	p.ackF.Close()
-}
-
 // at is the pauser's part of the engine hook: at PointAfterFn of the first
 // execution after a pause is armed, it asks to be stopped and returns once
-// the coordinator answers (after SIGCONT), or the wait's bound passes.
+// the coordinator answers (after SIGCONT), the wait's bound passes or the
+// worker's run ends.
 func (p *pauser) at(pt idem.Point, l idem.Lease) {
 	t0 := p.t0.Load()
 	if pt != idem.PointAfterFn || t0 == nil || p.stopped.Load() || !p.mu.TryLock() {
@@ -162,115 +117,7 @@ func (p *pauser) at(pt idem.Point, l idem.Lease) {
 	if elapsed+ap.For > p.runFor {
 		return // it would outlast the traffic
 	}
-	b, _ := json.Marshal(pauseRequest{ID: ap.ID, Key: l.Key, Token: uint64(l.Token)})
-	_ = p.req.SetWriteDeadline(time.Now().Add(p.slack))
-	if _, err := p.req.Write(append(b, '\n')); err != nil {
-		return
-	}
-	p.waitAck(ap.ID, time.Now().Add(ap.For+p.slack))
-}
-
-// waitAck reads answers until the one for id, the deadline, or the end of
-// the worker's run.
-func (p *pauser) waitAck(id int, deadline time.Time) {
-	_ = p.ackF.SetReadDeadline(deadline)
-	stop := context.AfterFunc(p.ctx, func() { _ = p.ackF.SetReadDeadline(time.Now()) })
-	defer stop()
-	for {
-		line, err := p.ack.ReadBytes('\n')
-		if err != nil {
-			return
-		}
-		var a pauseAck
-		if json.Unmarshal(line, &a) == nil && a.ID == id {
-			return
-		}
-	}
-}
-
-// controlPipe is the coordinator's end of one incarnation's control pipe,
-// with the worker's ends to pass as its ExtraFiles.
-type controlPipe struct {
-	req, ack             *os.File // coordinator: reads requests, writes answers
-	workerReq, workerAck *os.File
-}
-
-func newControlPipe() (*controlPipe, error) {
-	reqR, reqW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	ackR, ackW, err := os.Pipe()
-	if err != nil {
-		reqR.Close()
-		reqW.Close()
-		return nil, err
-	}
-	return &controlPipe{req: reqR, ack: ackW, workerReq: reqW, workerAck: ackR}, nil
-}
-
-// attach makes the pipe the worker's descriptors 3 and 4 (before any
-// ExtraFiles the command has).
-func (c *controlPipe) attach(cmd *exec.Cmd) {
-	cmd.ExtraFiles = append([]*os.File{c.workerReq, c.workerAck}, cmd.ExtraFiles...)
-}
-
-// closeWorkerEnds closes the coordinator's copies of the worker's ends,
-// after the worker started (so that its exit ends the requests).
-func (c *controlPipe) closeWorkerEnds() {
-	c.workerReq.Close()
-	c.workerAck.Close()
-}
-
-func (c *controlPipe) close() {
-	c.closeWorkerEnds()
-	c.req.Close()
-	c.ack.Close()
-}
-
-// serve answers the pause requests of worker i's incarnation cmd until the
-// worker exits, then closes the pipe.
-func (co *coordinator) serve(ctx context.Context, i int, cmd *exec.Cmd, c *controlPipe) {
-	defer c.close()
-	sc := bufio.NewScanner(c.req)
-	for sc.Scan() {
-		var r pauseRequest
-		if json.Unmarshal(sc.Bytes(), &r) != nil {
-			continue
-		}
-		a := pauseAck{ID: r.ID, Stopped: co.stopWorker(ctx, i, cmd, r)}
-		b, _ := json.Marshal(a)
-		_ = c.ack.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = c.ack.Write(append(b, '\n'))
-	}
-}
-
-// stopWorker carries out a pause request of worker i: SIGSTOP, the pause's
-// length (less if ctx ends), SIGCONT, and the window in the history; a
-// scheduled stop of the same worker under way ends first. It refuses a
-// pause it does not know or that a worker already took, and any pause once
-// the run is stopping.
-func (co *coordinator) stopWorker(ctx context.Context, i int, cmd *exec.Cmd, r pauseRequest) bool {
-	co.mu.Lock()
-	p, ok := co.pending[r.ID]
-	ok = ok && !co.stopping && ctx.Err() == nil
-	if ok {
-		delete(co.pending, r.ID)
-	}
-	co.mu.Unlock()
-	if !ok {
-		return false
-	}
-	co.stopMu[i].Lock() // a scheduled stop of the worker ends first
-	start, stopped := stopFor(ctx, cmd, p.For)
-	co.stopMu[i].Unlock()
-	if !stopped {
-		return false // it exited meanwhile
-	}
-	w := history.Fault(fmt.Sprintf("SIGSTOP worker %d (pid %d) for %s, aimed after the effect of %s", i, cmd.Process.Pid, p.For, r.Key),
-		start, history.Now()).OnWorker(i).OnKey(r.Key, r.Token)
-	co.mu.Lock()
-	co.windows = append(co.windows, w)
-	co.mu.Unlock()
-	return true
+	ctx, cancel := context.WithTimeout(p.ctx, ap.For+p.slack)
+	defer cancel()
+	_, _ = p.c.Call(ctx, MethodPause, PauseRequest{ID: ap.ID, Key: l.Key, Token: uint64(l.Token)})
 }

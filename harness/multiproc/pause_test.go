@@ -1,7 +1,6 @@
 package multiproc
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -41,56 +40,64 @@ func TestMain(m *testing.M) {
 }
 
 // pauserChild is a worker that asks for two pauses, ids 1 and 2 (armed at
-// once, 400ms each), at PointAfterFn, and prints how long each ask blocked
-// it, in milliseconds. A point other than PointAfterFn asks for nothing.
+// once, 400ms each), at PointAfterFn, and tells the coordinator how long
+// each ask blocked it, in milliseconds, in "line" events. A point other
+// than PointAfterFn asks for nothing.
 func pauserChild() {
-	p, err := newPauser(context.Background(), []aimedPause{{ID: 2, For: 400 * time.Millisecond}, {ID: 1, For: 400 * time.Millisecond}}, time.Minute)
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
-	}
+	conn := NewConn(Stdio())
+	go conn.Serve(context.Background(), nil)
+	p := newPauser(context.Background(), conn, []aimedPause{{ID: 2, For: 400 * time.Millisecond}, {ID: 1, For: 400 * time.Millisecond}}, time.Minute)
 	p.slack = 300 * time.Millisecond
 	p.start()
+	say := func(what string, t time.Time) {
+		_ = conn.Notify("line", fmt.Sprint(what, " ", time.Since(t).Milliseconds()))
+	}
 	t := time.Now()
 	p.at(idem.PointBeforeFn, idem.Lease{Key: "k", Token: 3})
-	fmt.Println("before-fn", time.Since(t).Milliseconds())
+	say("before-fn", t)
 	for range 2 {
 		t = time.Now()
 		p.at(idem.PointAfterFn, idem.Lease{Key: "k", Token: 3})
-		fmt.Println("after-fn", time.Since(t).Milliseconds())
+		say("after-fn", t)
 	}
 }
 
-// startPauserChild starts a pauserChild with its control pipe and returns
-// it with the lines it prints.
-func startPauserChild(t *testing.T) (*exec.Cmd, *controlPipe, <-chan string) {
+// startPauserChild starts a pauserChild and serves it: its "line" events
+// go to the returned channel, which is closed when it exited, and its
+// pause calls to pause. It returns once the child is started; the returned
+// wait returns once the child exited and was served.
+func startPauserChild(t *testing.T, pause func(p *Proc, r PauseRequest) bool) (*Proc, <-chan string, func()) {
 	t.Helper()
-	cp, err := newControlPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), childEnv+"=pauser")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	p, err := StartProc(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp.attach(cmd)
-	if err := cmd.Start(); err != nil {
-		cp.close()
-		t.Fatal(err)
-	}
-	cp.closeWorkerEnds()
 	lines := make(chan string, 8)
+	served := make(chan struct{})
 	go func() {
+		defer close(served)
 		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
+		p.Conn.Serve(context.Background(), func(_ context.Context, method string, body any, _ bool) (any, error) {
+			if r, ok := body.(PauseRequest); ok {
+				return pause(p, r), nil
+			}
+			lines <- body.(string)
+			return nil, nil
+		})
 	}()
-	return cmd, cp, lines
+	return p, lines, func() {
+		t.Helper()
+		if err := p.Wait(); err != nil {
+			t.Fatalf("child: %v: %s", err, p.Stderr())
+		}
+		select {
+		case <-served:
+		case <-time.After(5 * time.Second):
+			t.Fatal("serve did not end after the worker exited")
+		}
+	}
 }
 
 // procState returns the state letter of pid in /proc ('T' when stopped),
@@ -153,18 +160,16 @@ func millis(t *testing.T, line, want string) int {
 	return ms
 }
 
-// TestAimedPause: a worker asks at PointAfterFn only; the coordinator
-// really stops it (seen in /proc as state T) for the pause's length,
+// TestAimedPause: a worker asks at PointAfterFn only, over the worker
+// protocol; the coordinator really stops it (seen in /proc as state T) for the pause's length,
 // resumes it and answers, and records the window on the key and token; a
 // pause the coordinator does not know (or has done) is refused at once;
-// serve ends when the worker exits.
+// Serve ends when the worker exits.
 func TestAimedPause(t *testing.T) {
 	co := &coordinator{pending: map[int]chaos.ProcessPause{1: {For: 400 * time.Millisecond}}, stopMu: make([]sync.Mutex, 1)}
-	cmd, cp, lines := startPauserChild(t)
-	served := make(chan struct{})
-	go func() { defer close(served); co.serve(context.Background(), 0, cmd, cp) }()
+	p, lines, wait := startPauserChild(t, func(p *Proc, r PauseRequest) bool { return co.stopWorker(context.Background(), 0, p, r) })
 	done := make(chan struct{})
-	seen := watchStopped(cmd.Process.Pid, done)
+	seen := watchStopped(p.Pid(), done)
 
 	if ms := millis(t, readLine(t, lines), "before-fn"); ms > 100 {
 		t.Errorf("PointBeforeFn blocked %dms: it must not ask", ms)
@@ -180,14 +185,7 @@ func TestAimedPause(t *testing.T) {
 	if ms := millis(t, readLine(t, lines), "after-fn"); ms > 200 {
 		t.Errorf("a refused pause blocked %dms", ms)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-served:
-	case <-time.After(5 * time.Second):
-		t.Fatal("serve did not end after the worker exited")
-	}
+	wait()
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	if len(co.windows) != 1 {
@@ -208,30 +206,27 @@ func TestAimedPause(t *testing.T) {
 // once.
 func TestAimedPauseEnds(t *testing.T) {
 	t.Run("no answer", func(t *testing.T) {
-		cmd, cp, lines := startPauserChild(t)
-		defer cp.close() // nobody serves: the requests stay unread
+		never := make(chan struct{})
+		_, lines, wait := startPauserChild(t, func(*Proc, PauseRequest) bool { <-never; return false })
 		millis(t, readLine(t, lines), "before-fn")
 		for range 2 {
 			if ms := millis(t, readLine(t, lines), "after-fn"); ms < 650 || ms > 5000 {
 				t.Errorf("unanswered ask blocked %dms, want its 400ms plus the 300ms slack", ms)
 			}
 		}
-		if err := cmd.Wait(); err != nil {
-			t.Fatal(err)
-		}
+		close(never)
+		wait()
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		co := &coordinator{pending: map[int]chaos.ProcessPause{1: {For: time.Hour}}, stopMu: make([]sync.Mutex, 1)}
-		cmd, cp, lines := startPauserChild(t)
 		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() { co.serve(ctx, 0, cmd, cp) })
+		p, lines, wait := startPauserChild(t, func(p *Proc, r PauseRequest) bool { return co.stopWorker(ctx, 0, p, r) })
 		millis(t, readLine(t, lines), "before-fn")
 		deadline := time.Now().Add(10 * time.Second)
-		for procState(cmd.Process.Pid) != 'T' && time.Now().Before(deadline) {
+		for procState(p.Pid()) != 'T' && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if procState(cmd.Process.Pid) != 'T' {
+		if procState(p.Pid()) != 'T' {
 			cancel()
 			t.Fatal("the worker was not stopped")
 		}
@@ -240,19 +235,16 @@ func TestAimedPauseEnds(t *testing.T) {
 			t.Errorf("a cancelled pause of an hour still blocked %dms", ms)
 		}
 		millis(t, readLine(t, lines), "after-fn") // pause 2: refused, the run ended
-		if err := cmd.Wait(); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
+		wait()
 	})
 }
 
 // workerChild is a worker process of TestAimedPauseRun: Worker with the
-// built-in engines and the spec in its first argument.
+// built-in engines.
 func workerChild() {
 	reg, err := harness.NewRegistry(engines.Builtin()...)
 	if err == nil {
-		err = Worker(context.Background(), os.Args[1], reg)
+		err = Worker(context.Background(), Stdio(), reg)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
@@ -270,8 +262,8 @@ func TestAimedPauseRun(t *testing.T) {
 		t.Skip("runs worker processes for several seconds")
 	}
 	url := testenv.RedisURL(t)
-	opts := Options{Command: func(spec string) (*exec.Cmd, error) {
-		cmd := exec.Command(os.Args[0], spec)
+	opts := Options{Command: func() (*exec.Cmd, error) {
+		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), childEnv+"=worker")
 		return cmd, nil
 	}}

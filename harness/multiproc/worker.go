@@ -2,8 +2,9 @@ package multiproc
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 
@@ -15,16 +16,24 @@ import (
 	"github.com/idembench/idembench/workload"
 )
 
-// Worker runs one worker process of a Run from the JSON spec the
-// coordinator passed, with the engine the spec names looked up in
-// engines. It writes its history stream where the spec says, also right
-// before it kills itself at a crash point. Errors wrap harness.ErrConfig or
+// workerKind names a worker of Run in the protocol's hello.
+const workerKind = "run"
+
+// Worker runs one worker process of a Run: it speaks the worker protocol
+// over t (Stdio: its stdin and stdout) with the coordinator, which sends
+// the spec in its hello; the engine the spec names is looked up in
+// engines. It sends the history it recorded when its run is over (or
+// interrupted: SIGTERM cancels ctx), and also right before it kills itself
+// at a crash point. Errors wrap harness.ErrConfig or
 // harness.ErrEnvironment.
-func Worker(ctx context.Context, spec string, engines *harness.Registry) error {
+func Worker(ctx context.Context, t io.ReadWriteCloser, engines *harness.Registry) error {
+	conn := NewConn(t)
+	defer conn.Close()
 	var ws workerSpec
-	if err := json.Unmarshal([]byte(spec), &ws); err != nil {
-		return harness.ConfigError("worker: spec: %w", err)
+	if err := conn.ReadHello(workerKind, &ws); err != nil {
+		return harness.ConfigError("worker: %w", err)
 	}
+	go conn.Serve(ctx, nil) // the answers to pause calls
 	e, err := engines.Lookup(ws.Engine)
 	if err != nil {
 		return err
@@ -62,26 +71,19 @@ func Worker(ctx context.Context, spec string, engines *harness.Registry) error {
 	if err != nil {
 		return harness.ConfigError("worker: %w", err)
 	}
-	pz, err := newPauser(ctx, ws.Pauses, cfg.Duration)
-	if err != nil {
-		return harness.EnvironmentError(fmt.Errorf("worker: %w", err))
-	}
-	if pz != nil {
-		defer pz.close()
-	}
-	cfg.Faults = &workerFaults{Injector: inj, ws: &ws, rec: cfg.Recorder, pauser: pz}
-	stop := reportCalls(ws.Out, cfg.Recorder)
+	cfg.Faults = &workerFaults{Injector: inj, ws: &ws, rec: cfg.Recorder, c: conn, pauser: newPauser(ctx, conn, ws.Pauses, cfg.Duration)}
+	stop := reportCalls(conn, cfg.Recorder)
 	_, err = workload.Run(ctx, cfg)
 	stop()
-	if err != nil {
-		if ctx.Err() != nil {
-			// Interrupted (the coordinator's SIGTERM): the history so far
-			// is still worth keeping.
-			_ = saveStream(&ws, cfg.Recorder, nil)
-		}
+	if err != nil && ctx.Err() == nil {
 		return err
 	}
-	return saveStream(&ws, cfg.Recorder, nil)
+	// Interrupted (the coordinator's SIGTERM): the history so far is
+	// still worth keeping.
+	if serr := sendHistory(conn, cfg.Recorder, nil, MethodDone); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
 }
 
 // workerFaults turns the injector's crash into a real one (the worker
@@ -91,6 +93,7 @@ type workerFaults struct {
 	*chaos.Injector
 	ws     *workerSpec
 	rec    *history.Recorder
+	c      *Conn
 	pauser *pauser // nil without pauses
 }
 
@@ -124,7 +127,7 @@ func (f *workerFaults) Hook() idem.Hook {
 		if chaos.IsCrash(err) {
 			now := history.Now()
 			w := history.Fault(fmt.Sprintf("SIGKILL worker %d at %s", f.ws.Index, p), now, now).OnWorker(f.ws.Index).OnKey(l.Key, uint64(l.Token))
-			_ = saveStream(f.ws, f.rec, &w)
+			_ = sendHistory(f.c, f.rec, &w, MethodCrash)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}
@@ -132,28 +135,26 @@ func (f *workerFaults) Hook() idem.Hook {
 	}
 }
 
-// saveStream writes the worker's history (plus extra, if any) to ws.Out,
-// through a temporary file, synced.
-func saveStream(ws *workerSpec, rec *history.Recorder, extra *history.Op) error {
-	h := rec.History(ws.Header)
+// historyChunk bounds the ops of one record event.
+const historyChunk = 4096
+
+// sendHistory sends the ops rec recorded (plus extra, if any) to the
+// coordinator in record events, then the event end (MethodDone or
+// MethodCrash). When it returns nil, all of it is in the transport.
+func sendHistory(c *Conn, rec *history.Recorder, extra *history.Op, end string) error {
+	ops := rec.Ops()
 	if extra != nil {
-		h.Ops = append(h.Ops, *extra)
-		history.SortByCall(h.Ops)
+		ops = append(ops, *extra)
 	}
-	tmp := ws.Out + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return harness.EnvironmentError(err)
+	for len(ops) > 0 {
+		n := min(len(ops), historyChunk)
+		if err := c.Notify(MethodRecord, ops[:n]); err != nil {
+			return harness.EnvironmentError(fmt.Errorf("worker: send history: %w", err))
+		}
+		ops = ops[n:]
 	}
-	err = history.Encode(f, h)
-	if err == nil {
-		err = f.Sync()
+	if err := c.Notify(end, ""); err != nil {
+		return harness.EnvironmentError(fmt.Errorf("worker: send history: %w", err))
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, ws.Out)
-	}
-	return harness.EnvironmentError(err)
+	return nil
 }

@@ -8,13 +8,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-// Processed is ProcessBatch's answer for one delivery: what Process would
-// have returned for it.
-type Processed struct {
-	Action Action
-	Err    error
-}
-
 // ProcessBatch runs a pulled batch of deliveries (a consumer with prefetch
 // N collects up to N) through idem.Engine.ConsumeBatch: with a store that
 // implements idem.BatchStore their keys are claimed in one round trip and
@@ -24,21 +17,21 @@ type Processed struct {
 // the broker redelivers them once the channel closes.
 //
 // Per delivery the answer is Process's, with two differences that come
-// from ConsumeBatch: a key another consumer holds is answered RequeueLater
+// from ConsumeBatch: a key another consumer holds is answered idem.RedeliverLater
 // at once (no conflict wait), and a delivery whose key appeared earlier in
 // the batch is answered after the earlier one is recorded (typically Ack,
-// its handler not run). A delivery without a valid key is DeadLetter and
+// its handler not run). A delivery without a valid key is idem.DeadLetter and
 // takes no part in the claim. The handlers run one after the other; keep
 // the batch short next to the engine's lease TTL. An empty batch returns
 // an empty slice.
-func (c *Consumer) ProcessBatch(ctx context.Context, ds []*amqp.Delivery) []Processed {
-	out := make([]Processed, len(ds))
+func (c *Consumer) ProcessBatch(ctx context.Context, ds []*amqp.Delivery) []idem.Consumed {
+	out := make([]idem.Consumed, len(ds))
 	msgs := make([]idem.Message, 0, len(ds))
 	idx := make([]int, 0, len(ds))
 	for i, d := range ds {
 		key, err := c.opts.Key(d)
 		if err != nil {
-			out[i] = Processed{Action: DeadLetter, Err: err}
+			out[i] = idem.Consumed{Decision: idem.DeadLetter, Err: err}
 			continue
 		}
 		msgs = append(msgs, idem.Message{Key: key, Fingerprint: c.opts.Fingerprint(d),
@@ -49,7 +42,7 @@ func (c *Consumer) ProcessBatch(ctx context.Context, ds []*amqp.Delivery) []Proc
 		return out
 	}
 	for j, r := range c.engine.ConsumeBatch(ctx, msgs) {
-		out[idx[j]] = Processed{Action: actionOf(r.Decision, r.Err), Err: r.Err}
+		out[idx[j]] = r
 	}
 	return out
 }

@@ -45,7 +45,7 @@ func TestProcessBatch(t *testing.T) {
 	poison := idem.Permanent(errors.New("no such account"))
 	c := idemamqp.New(idem.New(st), fx.handler(map[string]error{"p": poison}), idemamqp.Options{})
 	publish := [][2]string{{"m1", "a"}, {"m1", "a"}, {"m2", "b"}, {"", "x"}, {"p", "x"}, {"m2", "c"}}
-	want := []idemamqp.Action{idemamqp.Ack, idemamqp.Ack, idemamqp.Ack, idemamqp.DeadLetter, idemamqp.DeadLetter, idemamqp.DeadLetter}
+	want := []idem.Decision{idem.Ack, idem.Ack, idem.Ack, idem.DeadLetter, idem.DeadLetter, idem.DeadLetter}
 	for _, p := range publish {
 		b.publish(t, p[0], p[1])
 	}
@@ -71,10 +71,10 @@ func TestProcessBatch(t *testing.T) {
 		t.Fatalf("%d answers for %d deliveries", len(got), len(batch))
 	}
 	for i, p := range got {
-		if p.Action != want[i] {
-			t.Errorf("delivery %d (%q %q): action %s (err %v), want %s", i, publish[i][0], publish[i][1], p.Action, p.Err, want[i])
+		if p.Decision != want[i] {
+			t.Errorf("delivery %d (%q %q): action %s (err %v), want %s", i, publish[i][0], publish[i][1], p.Decision, p.Err, want[i])
 		}
-		if err := c.Settle(context.Background(), batch[i], p.Action); err != nil {
+		if err := c.Settle(context.Background(), batch[i], p.Decision); err != nil {
 			t.Fatal(err)
 		}
 	}

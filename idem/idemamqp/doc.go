@@ -7,17 +7,18 @@
 // (Options.Key picks another field, for example a header with HeaderKey);
 // the fingerprint is the SHA-256 of the body (Options.Fingerprint).
 //
-// Decisions map to acknowledgements as follows:
+// Process returns the idem.Decision of Engine.Consume, and Settle carries
+// it out:
 //
-//	Consume result                       Action        AMQP call
-//	Ack, nil (done now, or a duplicate)  Ack           Ack(false)
-//	Ack, permanent error of the handler  DeadLetter    Reject(false)
-//	Nack (retryable error, lost lease,   Requeue       Nack(false, true)
-//	  store failure)
-//	Requeue (key in progress elsewhere)  RequeueLater  Nack(false, true) after
-//	                                                   Options.RequeueDelay
-//	Reject (invalid or missing key,      DeadLetter    Reject(false)
-//	  key reused with another payload)
+//	idem.Decision    when                                    AMQP call
+//	Ack              done now, or a duplicate                Ack(false)
+//	Redeliver        retryable error, lost lease, store      Nack(false, true)
+//	                 failure
+//	RedeliverLater   key in progress elsewhere               Nack(false, true) after
+//	                                                         Options.RequeueDelay
+//	DeadLetter       handler failed permanently; invalid or  Reject(false)
+//	                 missing key; key reused with another
+//	                 payload
 //
 // A rejected message goes to the queue's dead-letter exchange (the queue
 // argument x-dead-letter-exchange), or is dropped when the queue has none.
@@ -26,7 +27,7 @@
 // the stored failure and is acked, never dead-lettered a second time and
 // never run again.
 //
-// AMQP has no delayed requeue: RequeueLater waits in Settle, which holds
+// AMQP has no delayed requeue: RedeliverLater waits in Settle, which holds
 // up the channel's other deliveries when prefetch is 1. A message that a
 // crashed consumer left unacknowledged is redelivered by RabbitMQ when the
 // consumer's channel or connection closes; its key's lease is then still

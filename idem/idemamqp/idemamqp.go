@@ -25,39 +25,6 @@ type Handler func(ctx context.Context, d *amqp.Delivery) error
 // message invalid: it is dead-lettered.
 type KeyFunc func(d *amqp.Delivery) (string, error)
 
-// Action is what Settle does with a delivery.
-type Action uint8
-
-// The actions.
-const (
-	// Ack acknowledges the delivery: it was processed now or before.
-	Ack Action = iota + 1
-	// Requeue negatively acknowledges it with requeue, at once.
-	Requeue
-	// RequeueLater requeues it after Options.RequeueDelay: another
-	// consumer holds its key.
-	RequeueLater
-	// DeadLetter rejects it without requeue: it goes to the queue's
-	// dead-letter exchange.
-	DeadLetter
-)
-
-// String returns "ack", "requeue", "requeue-later", "dead-letter" or
-// "action(N)".
-func (a Action) String() string {
-	switch a {
-	case Ack:
-		return "ack"
-	case Requeue:
-		return "requeue"
-	case RequeueLater:
-		return "requeue-later"
-	case DeadLetter:
-		return "dead-letter"
-	}
-	return fmt.Sprintf("action(%d)", uint8(a))
-}
-
 // Options configures a Consumer. The zero value is ready to use.
 type Options struct {
 	// Key returns a delivery's idempotency key; nil means MessageID.
@@ -65,7 +32,7 @@ type Options struct {
 	// Fingerprint returns the fingerprint of a delivery's request; nil
 	// means idem.NewFingerprint of the body.
 	Fingerprint func(d *amqp.Delivery) idem.Fingerprint
-	// RequeueDelay is how long RequeueLater waits; zero means
+	// RequeueDelay is how long RedeliverLater waits; zero means
 	// DefaultRequeueDelay.
 	RequeueDelay time.Duration
 }
@@ -125,9 +92,9 @@ func HeaderKey(name string) KeyFunc {
 }
 
 // Handle processes d (Process) and settles it (Settle). It returns the
-// action taken and the handler's or the engine's error, joined with the
+// decision carried out and the handler's or the engine's error, joined with the
 // settle error if acknowledging failed.
-func (c *Consumer) Handle(ctx context.Context, d *amqp.Delivery) (Action, error) {
+func (c *Consumer) Handle(ctx context.Context, d *amqp.Delivery) (idem.Decision, error) {
 	a, err := c.Process(ctx, d)
 	if serr := c.Settle(ctx, d, a); serr != nil {
 		return a, errors.Join(err, serr)
@@ -140,45 +107,29 @@ func (c *Consumer) Handle(ctx context.Context, d *amqp.Delivery) (Action, error)
 // consumer that is going down) simply drops d, and the broker redelivers
 // it once the channel closes. The error is the handler's or the engine's
 // (an invalid key wraps idem.ErrInvalidKey).
-func (c *Consumer) Process(ctx context.Context, d *amqp.Delivery) (Action, error) {
+func (c *Consumer) Process(ctx context.Context, d *amqp.Delivery) (idem.Decision, error) {
 	key, err := c.opts.Key(d)
 	if err != nil {
-		return DeadLetter, err
+		return idem.DeadLetter, err
 	}
-	dec, err := c.engine.Consume(ctx, key, c.opts.Fingerprint(d), func(ctx context.Context) error {
+	return c.engine.Consume(ctx, key, c.opts.Fingerprint(d), func(ctx context.Context) error {
 		return c.fn(ctx, d)
 	})
-	return actionOf(dec, err), err
 }
 
-// actionOf maps a Consume result to an Action.
-func actionOf(dec idem.Decision, err error) Action {
-	switch dec {
-	case idem.Ack:
-		if err != nil {
-			return DeadLetter // the handler failed permanently, now
-		}
-		return Ack
-	case idem.Requeue:
-		return RequeueLater
-	case idem.Reject:
-		return DeadLetter
-	}
-	return Requeue
-}
-
-// Settle performs a on d: Ack(false), Nack(false, true), Nack(false, true)
-// after the requeue delay, or Reject(false). A ctx that ends during the
-// delay requeues at once. An unknown action is an error and settles
-// nothing.
-func (c *Consumer) Settle(ctx context.Context, d *amqp.Delivery, a Action) error {
+// Settle carries out decision a on d: Ack(false) for idem.Ack, Nack(false,
+// true) for idem.Redeliver, Nack(false, true) after Options.RequeueDelay for
+// idem.RedeliverLater, Reject(false) for idem.DeadLetter. A ctx that ends
+// during the delay requeues at once. Any other value is an error and
+// settles nothing.
+func (c *Consumer) Settle(ctx context.Context, d *amqp.Delivery, a idem.Decision) error {
 	var err error
 	switch a {
-	case Ack:
+	case idem.Ack:
 		err = d.Ack(false)
-	case Requeue:
+	case idem.Redeliver:
 		err = d.Nack(false, true)
-	case RequeueLater:
+	case idem.RedeliverLater:
 		t := time.NewTimer(c.opts.RequeueDelay)
 		select {
 		case <-t.C:
@@ -186,10 +137,10 @@ func (c *Consumer) Settle(ctx context.Context, d *amqp.Delivery, a Action) error
 			t.Stop()
 		}
 		err = d.Nack(false, true)
-	case DeadLetter:
+	case idem.DeadLetter:
 		err = d.Reject(false)
 	default:
-		return fmt.Errorf("idemamqp: unknown action %d", uint8(a))
+		return fmt.Errorf("idemamqp: unknown decision %d", uint8(a))
 	}
 	if err != nil {
 		return fmt.Errorf("idemamqp: %s delivery %d: %w", a, d.DeliveryTag, err)

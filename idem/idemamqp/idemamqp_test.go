@@ -152,32 +152,32 @@ func TestHandleSettles(t *testing.T) {
 		name     string
 		publish  [][2]string // id, body
 		fail     map[string]error
-		actions  []idemamqp.Action
+		actions  []idem.Decision
 		effects  map[string]int
 		deadLtrs int
 	}{
 		{name: "duplicate publish applied once",
 			publish: [][2]string{{"m1", "a"}, {"m1", "a"}},
-			actions: []idemamqp.Action{idemamqp.Ack, idemamqp.Ack},
+			actions: []idem.Decision{idem.Ack, idem.Ack},
 			effects: map[string]int{"m1": 1}},
 		{name: "retryable failure requeued and redelivered",
 			publish: [][2]string{{"m1", "a"}},
 			fail:    map[string]error{"m1": errors.New("timeout")},
-			actions: []idemamqp.Action{idemamqp.Requeue, idemamqp.Ack},
+			actions: []idem.Decision{idem.Redeliver, idem.Ack},
 			effects: map[string]int{"m1": 1}},
 		{name: "poison dead-lettered once, duplicate acked",
 			publish:  [][2]string{{"p", "x"}, {"p", "x"}},
 			fail:     map[string]error{"p": poison},
-			actions:  []idemamqp.Action{idemamqp.DeadLetter, idemamqp.Ack},
+			actions:  []idem.Decision{idem.DeadLetter, idem.Ack},
 			effects:  map[string]int{"p": 0},
 			deadLtrs: 1},
 		{name: "missing message-id dead-lettered",
 			publish:  [][2]string{{"", "a"}},
-			actions:  []idemamqp.Action{idemamqp.DeadLetter},
+			actions:  []idem.Decision{idem.DeadLetter},
 			deadLtrs: 1},
 		{name: "reused id with another payload dead-lettered",
 			publish:  [][2]string{{"m1", "a"}, {"m1", "b"}},
-			actions:  []idemamqp.Action{idemamqp.Ack, idemamqp.DeadLetter},
+			actions:  []idem.Decision{idem.Ack, idem.DeadLetter},
 			effects:  map[string]int{"m1": 1},
 			deadLtrs: 1},
 	}
@@ -261,7 +261,7 @@ func TestCrashBeforeAck(t *testing.T) {
 	ch1.Close() // the consumer dies without acking
 
 	_, ds2 := b.deliveries(t)
-	var actions []idemamqp.Action
+	var actions []idem.Decision
 	for {
 		d := next(t, ds2)
 		if !d.Redelivered {
@@ -269,11 +269,11 @@ func TestCrashBeforeAck(t *testing.T) {
 		}
 		a, err := c.Handle(context.Background(), &d)
 		actions = append(actions, a)
-		if a == idemamqp.Ack {
+		if a == idem.Ack {
 			break
 		}
-		if a != idemamqp.RequeueLater || !errors.Is(err, idem.ErrInProgress) {
-			t.Fatalf("redelivery: action %s, err %v; want requeue-later while the lease lives", a, err)
+		if a != idem.RedeliverLater || !errors.Is(err, idem.ErrInProgress) {
+			t.Fatalf("redelivery: action %s, err %v; want redeliver-later while the lease lives", a, err)
 		}
 	}
 	if got := fx.count("m1"); got != 1 {

@@ -9,13 +9,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-// Processed is ProcessBatch's answer for one message: what Process would
-// have returned for it.
-type Processed struct {
-	Action Action
-	Err    error
-}
-
 // ProcessBatch runs a pulled batch of messages (one Fetch of N) through
 // idem.Engine.ConsumeBatch: with a store that implements idem.BatchStore
 // their keys are claimed in one round trip and their outcomes recorded in
@@ -27,21 +20,21 @@ type Processed struct {
 // handlers before it.
 //
 // Per message the answer is Process's, with two differences that come from
-// ConsumeBatch: a key another consumer holds is answered RequeueLater at
+// ConsumeBatch: a key another consumer holds is answered idem.RedeliverLater at
 // once (no conflict wait), and a message whose key appeared earlier in the
 // batch is answered after the earlier one is recorded (typically Ack, its
-// handler not run). A message without a valid key is DeadLetter and takes
+// handler not run). A message without a valid key is idem.DeadLetter and takes
 // no part in the claim. The handlers run one after the other; keep the
 // batch short next to the engine's lease TTL and the consumer's AckWait.
 // An empty batch returns an empty slice.
-func (c *Consumer) ProcessBatch(ctx context.Context, msgs []jetstream.Msg) []Processed {
-	out := make([]Processed, len(msgs))
+func (c *Consumer) ProcessBatch(ctx context.Context, msgs []jetstream.Msg) []idem.Consumed {
+	out := make([]idem.Consumed, len(msgs))
 	batch := make([]idem.Message, 0, len(msgs))
 	idx := make([]int, 0, len(msgs))
 	for i, m := range msgs {
 		key, err := c.opts.Key(m)
 		if err != nil {
-			out[i] = Processed{Action: DeadLetter, Err: err}
+			out[i] = idem.Consumed{Decision: idem.DeadLetter, Err: err}
 			continue
 		}
 		batch = append(batch, idem.Message{Key: key, Fingerprint: c.opts.Fingerprint(m),
@@ -54,7 +47,7 @@ func (c *Consumer) ProcessBatch(ctx context.Context, msgs []jetstream.Msg) []Pro
 	stop := c.keepAliveAll(msgs)
 	defer stop()
 	for j, r := range c.engine.ConsumeBatch(ctx, batch) {
-		out[idx[j]] = Processed{Action: actionOf(r.Decision, r.Err), Err: r.Err}
+		out[idx[j]] = r
 	}
 	return out
 }

@@ -55,7 +55,7 @@ func TestProcessBatch(t *testing.T) {
 		InProgressInterval: time.Millisecond,
 	})
 	publish := [][2]string{{"m1", "a"}, {"m1", "a"}, {"m2", "b"}, {"", "x"}, {"p", "x"}, {"m2", "c"}}
-	want := []idemnats.Action{idemnats.Ack, idemnats.Ack, idemnats.Ack, idemnats.DeadLetter, idemnats.DeadLetter, idemnats.DeadLetter}
+	want := []idem.Decision{idem.Ack, idem.Ack, idem.Ack, idem.DeadLetter, idem.DeadLetter, idem.DeadLetter}
 	for _, p := range publish {
 		s.publish(t, p[0], p[1])
 	}
@@ -75,10 +75,10 @@ func TestProcessBatch(t *testing.T) {
 		t.Fatalf("%d answers for %d messages", len(got), len(batch))
 	}
 	for i, p := range got {
-		if p.Action != want[i] {
-			t.Errorf("message %d (%q %q): action %s (err %v), want %s", i, publish[i][0], publish[i][1], p.Action, p.Err, want[i])
+		if p.Decision != want[i] {
+			t.Errorf("message %d (%q %q): action %s (err %v), want %s", i, publish[i][0], publish[i][1], p.Decision, p.Err, want[i])
 		}
-		if err := c.Settle(ctx, batch[i], p.Action, p.Err); err != nil {
+		if err := c.Settle(ctx, batch[i], p.Decision, p.Err); err != nil {
 			t.Fatal(err)
 		}
 	}

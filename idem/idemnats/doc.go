@@ -10,18 +10,19 @@
 // window: that covers publisher retries inside the window only, never a
 // redelivery to a consumer.
 //
-// Decisions map to acknowledgements as follows:
+// Process returns the idem.Decision of Engine.Consume, and Settle carries
+// it out:
 //
-//	Consume result                       Action        JetStream call
-//	Ack, nil (done now, or a duplicate)  Ack           Ack (DoubleAck with
-//	                                                   Options.ConfirmAck)
-//	Ack, permanent error of the handler  DeadLetter    Options.DeadLetter, Term
-//	Nack (retryable error, lost lease,   Requeue       Nak
-//	  store failure)
-//	Requeue (key in progress elsewhere)  RequeueLater  NakWithDelay(
-//	                                                   Options.RequeueDelay)
-//	Reject (invalid or missing key,      DeadLetter    Options.DeadLetter, Term
-//	  key reused with another payload)
+//	idem.Decision    when                                    JetStream call
+//	Ack              done now, or a duplicate                Ack (DoubleAck with
+//	                                                         Options.ConfirmAck)
+//	Redeliver        retryable error, lost lease, store      Nak
+//	                 failure
+//	RedeliverLater   key in progress elsewhere               NakWithDelay(
+//	                                                         Options.RequeueDelay)
+//	DeadLetter       handler failed permanently; invalid or  Options.DeadLetter,
+//	                 missing key; key reused with another    Term
+//	                 payload
 //
 // Term stops redelivery for good and makes the server publish a
 // MSG_TERMINATED advisory; Options.DeadLetter (for example PublishTo, a
@@ -33,6 +34,6 @@
 // every Options.InProgressInterval, so a handler longer than the consumer's
 // AckWait is not redelivered meanwhile. A consumer that dies or stops
 // (SIGSTOP) sends nothing: the server redelivers the message after AckWait,
-// and the key's lease decides whether the redelivery waits (RequeueLater)
+// and the key's lease decides whether the redelivery waits (RedeliverLater)
 // or takes over.
 package idemnats

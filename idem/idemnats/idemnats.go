@@ -12,7 +12,7 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-// DefaultRequeueDelay is the NakWithDelay delay of RequeueLater when
+// DefaultRequeueDelay is the NakWithDelay delay of RedeliverLater when
 // Options.RequeueDelay is zero.
 const DefaultRequeueDelay = 200 * time.Millisecond
 
@@ -36,38 +36,6 @@ type KeyFunc func(msg jetstream.Msg) (string, error)
 // instead of terminating it.
 type DeadLetterFunc func(ctx context.Context, msg jetstream.Msg, key string, cause error) error
 
-// Action is what Settle does with a message.
-type Action uint8
-
-// The actions.
-const (
-	// Ack acknowledges the message: it was processed now or before.
-	Ack Action = iota + 1
-	// Requeue naks it: it is redelivered at once.
-	Requeue
-	// RequeueLater naks it with Options.RequeueDelay: another consumer
-	// holds its key.
-	RequeueLater
-	// DeadLetter hands it to Options.DeadLetter and terminates it.
-	DeadLetter
-)
-
-// String returns "ack", "requeue", "requeue-later", "dead-letter" or
-// "action(N)".
-func (a Action) String() string {
-	switch a {
-	case Ack:
-		return "ack"
-	case Requeue:
-		return "requeue"
-	case RequeueLater:
-		return "requeue-later"
-	case DeadLetter:
-		return "dead-letter"
-	}
-	return fmt.Sprintf("action(%d)", uint8(a))
-}
-
 // Options configures a Consumer. The zero value is ready to use.
 type Options struct {
 	// Key returns a message's idempotency key; nil means
@@ -76,7 +44,7 @@ type Options struct {
 	// Fingerprint returns the fingerprint of a message's request; nil means
 	// idem.NewFingerprint of the payload.
 	Fingerprint func(msg jetstream.Msg) idem.Fingerprint
-	// RequeueDelay is the delay of RequeueLater; zero means
+	// RequeueDelay is the delay of RedeliverLater; zero means
 	// DefaultRequeueDelay.
 	RequeueDelay time.Duration
 	// InProgressInterval is how often InProgress is sent while the engine
@@ -129,9 +97,9 @@ func HeaderKey(name string) KeyFunc {
 }
 
 // Handle processes msg (Process) and settles it (Settle). It returns the
-// action taken and the handler's or the engine's error, joined with the
+// decision carried out and the handler's or the engine's error, joined with the
 // settle error if acknowledging failed.
-func (c *Consumer) Handle(ctx context.Context, msg jetstream.Msg) (Action, error) {
+func (c *Consumer) Handle(ctx context.Context, msg jetstream.Msg) (idem.Decision, error) {
 	a, err := c.Process(ctx, msg)
 	if serr := c.Settle(ctx, msg, a, err); serr != nil {
 		return a, errors.Join(err, serr)
@@ -143,17 +111,16 @@ func (c *Consumer) Handle(ctx context.Context, msg jetstream.Msg) (Action, error
 // without acknowledging anything: a caller that must not settle (a
 // consumer that is going down) drops msg, and the server redelivers it
 // after AckWait. It sends InProgress meanwhile (Options.InProgressInterval).
-func (c *Consumer) Process(ctx context.Context, msg jetstream.Msg) (Action, error) {
+func (c *Consumer) Process(ctx context.Context, msg jetstream.Msg) (idem.Decision, error) {
 	key, err := c.opts.Key(msg)
 	if err != nil {
-		return DeadLetter, err
+		return idem.DeadLetter, err
 	}
 	stop := c.keepAlive(msg)
 	defer stop()
-	dec, err := c.engine.Consume(ctx, key, c.opts.Fingerprint(msg), func(ctx context.Context) error {
+	return c.engine.Consume(ctx, key, c.opts.Fingerprint(msg), func(ctx context.Context) error {
 		return c.fn(ctx, msg)
 	})
-	return actionOf(dec, err), err
 }
 
 // keepAlive sends InProgress for msg until the returned function is called.
@@ -161,43 +128,30 @@ func (c *Consumer) keepAlive(msg jetstream.Msg) (stop func()) {
 	return c.keepAliveAll([]jetstream.Msg{msg})
 }
 
-// actionOf maps a Consume result to an Action.
-func actionOf(dec idem.Decision, err error) Action {
-	switch dec {
-	case idem.Ack:
-		if err != nil {
-			return DeadLetter // the handler failed permanently, now
-		}
-		return Ack
-	case idem.Requeue:
-		return RequeueLater
-	case idem.Reject:
-		return DeadLetter
-	}
-	return Requeue
-}
-
-// Settle performs a on msg. cause is the error Process returned: it is
-// passed to Options.DeadLetter. When DeadLetter fails, msg is naked with
-// the requeue delay and the error is returned. An unknown action is an
-// error and settles nothing.
-func (c *Consumer) Settle(ctx context.Context, msg jetstream.Msg, a Action, cause error) error {
+// Settle carries out decision a on msg: Ack (DoubleAck with ConfirmAck)
+// for idem.Ack, Nak for idem.Redeliver, NakWithDelay(Options.RequeueDelay)
+// for idem.RedeliverLater, Options.DeadLetter then Term for
+// idem.DeadLetter. cause is the error Process returned: it is passed to
+// Options.DeadLetter. When DeadLetter fails, msg is naked with the requeue
+// delay and the error is returned. Any other value is an error and settles
+// nothing.
+func (c *Consumer) Settle(ctx context.Context, msg jetstream.Msg, a idem.Decision, cause error) error {
 	var err error
 	switch a {
-	case Ack:
+	case idem.Ack:
 		if c.opts.ConfirmAck {
 			err = msg.DoubleAck(ctx)
 		} else {
 			err = msg.Ack()
 		}
-	case Requeue:
+	case idem.Redeliver:
 		err = msg.Nak()
-	case RequeueLater:
+	case idem.RedeliverLater:
 		err = msg.NakWithDelay(c.opts.RequeueDelay)
-	case DeadLetter:
+	case idem.DeadLetter:
 		err = c.deadLetter(ctx, msg, cause)
 	default:
-		return fmt.Errorf("idemnats: unknown action %d", uint8(a))
+		return fmt.Errorf("idemnats: unknown decision %d", uint8(a))
 	}
 	if err != nil {
 		return fmt.Errorf("idemnats: %s %s: %w", a, msg.Subject(), err)

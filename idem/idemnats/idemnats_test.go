@@ -175,32 +175,32 @@ func TestHandleSettles(t *testing.T) {
 		name     string
 		publish  [][2]string // key, body
 		fail     map[string]error
-		actions  []idemnats.Action
+		actions  []idem.Decision
 		effects  map[string]int
 		deadLtrs int
 	}{
 		{name: "duplicate publish applied once",
 			publish: [][2]string{{"m1", "a"}, {"m1", "a"}},
-			actions: []idemnats.Action{idemnats.Ack, idemnats.Ack},
+			actions: []idem.Decision{idem.Ack, idem.Ack},
 			effects: map[string]int{"m1": 1}},
 		{name: "retryable failure naked and redelivered",
 			publish: [][2]string{{"m1", "a"}},
 			fail:    map[string]error{"m1": errors.New("timeout")},
-			actions: []idemnats.Action{idemnats.Requeue, idemnats.Ack},
+			actions: []idem.Decision{idem.Redeliver, idem.Ack},
 			effects: map[string]int{"m1": 1}},
 		{name: "poison dead-lettered once, duplicate acked",
 			publish:  [][2]string{{"p", "x"}, {"p", "x"}},
 			fail:     map[string]error{"p": poison},
-			actions:  []idemnats.Action{idemnats.DeadLetter, idemnats.Ack},
+			actions:  []idem.Decision{idem.DeadLetter, idem.Ack},
 			effects:  map[string]int{"p": 0},
 			deadLtrs: 1},
 		{name: "missing key dead-lettered",
 			publish:  [][2]string{{"", "a"}},
-			actions:  []idemnats.Action{idemnats.DeadLetter},
+			actions:  []idem.Decision{idem.DeadLetter},
 			deadLtrs: 1},
 		{name: "reused key with another payload dead-lettered",
 			publish:  [][2]string{{"m1", "a"}, {"m1", "b"}},
-			actions:  []idemnats.Action{idemnats.Ack, idemnats.DeadLetter},
+			actions:  []idem.Decision{idem.Ack, idem.DeadLetter},
 			effects:  map[string]int{"m1": 1},
 			deadLtrs: 1},
 	}
@@ -274,11 +274,11 @@ func TestCrashBeforeAck(t *testing.T) {
 			t.Fatalf("delivery after the crash has NumDelivered %d", md.NumDelivered)
 		}
 		a, err := c.Handle(context.Background(), m)
-		if a == idemnats.Ack {
+		if a == idem.Ack {
 			break
 		}
-		if a != idemnats.RequeueLater || !errors.Is(err, idem.ErrInProgress) {
-			t.Fatalf("redelivery: action %s, err %v; want requeue-later while the lease lives", a, err)
+		if a != idem.RedeliverLater || !errors.Is(err, idem.ErrInProgress) {
+			t.Fatalf("redelivery: action %s, err %v; want redeliver-later while the lease lives", a, err)
 		}
 	}
 	if got := fx.count("m1"); got != 1 {
@@ -306,7 +306,7 @@ func TestInProgressKeepsLongHandler(t *testing.T) {
 			s.publish(t, "m1", "a")
 			it := s.messages(t)
 			m := next(t, it)
-			if a, err := c.Handle(context.Background(), m); a != idemnats.Ack {
+			if a, err := c.Handle(context.Background(), m); a != idem.Ack {
 				t.Fatalf("action %s, err %v", a, err)
 			}
 			cons, err := s.js.Consumer(context.Background(), s.name, "work")

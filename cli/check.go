@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/scenarios"
@@ -30,6 +31,9 @@ func (c *checkCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		return usage("%v", err)
 	}
 	if fi.IsDir() {
+		if err := noHistory("check", c.Path); err != nil {
+			return err
+		}
 		file = filepath.Join(c.Path, reports.HistoryFile)
 		if vis == "" {
 			vis = filepath.Join(c.Path, "violations")
@@ -77,6 +81,9 @@ func (c *checkCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	fmt.Fprintf(text, "effects: %d\n", s.Counts.Effects)
 	printLatency(text, s)
 	printVerdict(text, rep)
+	if hd.Options[harness.HistoryOption] == harness.HistoryOptionSampled {
+		fmt.Fprintf(text, "note: %s\n", sampledNote)
+	}
 	if err := writeSummaryJSON(std, g, s); err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -60,9 +62,45 @@ func printRun(w io.Writer, o *harness.Outcome) {
 	}
 	fmt.Fprintf(w, "seed: %d\n", hd.Seed)
 	if o.Dir != "" {
-		fmt.Fprintf(w, "run dir: %s (report.html, report.md, summary.json, history.jsonl)\n", o.Dir)
+		fmt.Fprintf(w, "run dir: %s (report.html, report.md, summary.json, %s)\n", o.Dir, historyNote(o.Dir, o.History.Header.Options[harness.HistoryOption]))
 	}
 	fmt.Fprintf(w, "replay: %s\n", o.Replay)
+}
+
+// bigHistory is the size of a full history.jsonl above which the run
+// line says how to write less.
+const bigHistory = 20 << 20
+
+// historyNote says what the run directory dir holds of the history, as
+// option (the header's harness.HistoryOption) says it was written: the
+// size of history.jsonl, and how to write less when it is big.
+func historyNote(dir, option string) string {
+	fi, err := os.Stat(filepath.Join(dir, reports.HistoryFile))
+	switch {
+	case err != nil && option == harness.HistoryOptionNone:
+		return "no " + reports.HistoryFile + ": --history=none"
+	case err != nil:
+		return "no " + reports.HistoryFile + ": " + err.Error()
+	case option == harness.HistoryOptionSampled:
+		return fmt.Sprintf("%s %s: 1 key in %d, --history=sampled", reports.HistoryFile, byteSize(fi.Size()), harness.SampleOneIn)
+	case fi.Size() > bigHistory:
+		return fmt.Sprintf("%s %s; --history=sampled or none writes less", reports.HistoryFile, byteSize(fi.Size()))
+	}
+	return fmt.Sprintf("%s %s", reports.HistoryFile, byteSize(fi.Size()))
+}
+
+// byteSize prints a file size: "94 MB", "5.9 MB", "812 kB", "120 B".
+func byteSize(n int64) string {
+	const k = 1000
+	switch {
+	case n >= 10*k*k:
+		return fmt.Sprintf("%.0f MB", float64(n)/(k*k))
+	case n >= k*k:
+		return fmt.Sprintf("%.1f MB", float64(n)/(k*k))
+	case n >= k:
+		return fmt.Sprintf("%.0f kB", float64(n)/k)
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 // missesOf returns the thresholds s missed.

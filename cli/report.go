@@ -11,6 +11,7 @@ import (
 
 	"github.com/idembench/idembench/blackbox"
 	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/reports"
 )
 
@@ -22,8 +23,15 @@ type reportCmd struct {
 }
 
 func (c *reportCmd) Run(ctx context.Context, std stdio, g *globals) error {
-	if _, err := os.Stat(filepath.Join(c.Dir, reports.HistoryFile)); err != nil {
-		return usage("report %s: no %s in the directory (%v)", c.Dir, reports.HistoryFile, err)
+	if err := noHistory("report", c.Dir); err != nil {
+		return err
+	}
+	file := filepath.Join(c.Dir, reports.HistoryFile)
+	if _, err := os.Stat(file); err != nil {
+		return usage("report %s: %v", c.Dir, err)
+	}
+	if historyOption(file) == harness.HistoryOptionSampled {
+		return usage("report %s: the history holds only 1 key in 16 (--history=sampled): the reports drawn from it would replace the run's figures with the sample's, so the run's own reports stay; idembench check %s re-checks the sampled keys", c.Dir, c.Dir)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/idembench/idembench/harness"
@@ -21,6 +22,7 @@ type runCmd struct {
 	Recovery bool   `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
 	Out      string `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>): missing, empty, or an earlier idembench run, which is replaced." placeholder:"DIR"`
 	NoSave   bool   `help:"Do not write the run directory (not with --out)." name:"no-save"`
+	History  string `help:"What the run directory keeps of the history: full (every op: tens of MB, 60 to 95 MB for the default scenario), sampled (every op of 1 key in 16 and every fault, about a sixteenth: check re-checks those keys) or none (no history.jsonl: nothing to re-check)." default:"full" enum:"full,sampled,none"`
 	Workers  int    `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs): 0 runs them in this process, else 1 to 64 and at most --clients (the clients are split among the workers)."`
 	workloadFlags
 	faultFlags
@@ -228,6 +230,7 @@ func (c *runCmd) spec(reg *harness.Registry) (harness.Spec, backendURL, error) {
 		Tool:         "idembench " + Version,
 		Program:      invokedAs(),
 		KeepData:     c.KeepData,
+		History:      harness.HistoryMode(strings.TrimPrefix(c.History, "full")),
 	}
 	if err := sp.Validate(); err != nil {
 		return sp, u, err
@@ -278,6 +281,9 @@ far) is redrawn on stderr; otherwise a plain progress line is logged every
 5 s. --backend redis and --backend postgres without a URL use
 $IDEM_REDIS_URL / $IDEM_POSTGRES_URL, else the docker-compose.yml servers;
 a server that does not answer exits 5 with the commands that start one.
+The line naming the run directory gives the size of history.jsonl;
+--history=sampled keeps a sixteenth of the keys (check re-checks them),
+--history=none no history.
 
 Examples:
 

@@ -28,7 +28,7 @@ func (p *Prepared) Finish(o *Outcome) (*Outcome, error) {
 		copts.VisualizeDir = filepath.Join(sp.Out, "violations")
 	}
 	if sp.Out != "" { // first: a run interrupted during its check keeps its history
-		if err := WriteHistory(sp.Out, h); err != nil {
+		if err := writeRunHistory(sp.Out, h, sp.History); err != nil {
 			return o, ConfigError("run directory: %w", err)
 		}
 	}
@@ -47,6 +47,28 @@ func (p *Prepared) Finish(o *Outcome) (*Outcome, error) {
 	}
 	o.Dir = sp.Out
 	return o, nil
+}
+
+// writeRunHistory writes what mode keeps of h into dir, and marks h's
+// header (HistoryOption, which summary.json shows) when it is not all.
+func writeRunHistory(dir string, h *history.History, mode HistoryMode) error {
+	switch mode {
+	case HistoryNone:
+		setOption(h, HistoryOption, HistoryOptionNone)
+		return os.MkdirAll(dir, 0o755)
+	case HistorySampled:
+		setOption(h, HistoryOption, HistoryOptionSampled)
+		return WriteHistory(dir, SampleHistory(h))
+	}
+	return WriteHistory(dir, h)
+}
+
+// setOption sets a header option of h.
+func setOption(h *history.History, name, value string) {
+	if h.Header.Options == nil {
+		h.Header.Options = map[string]string{}
+	}
+	h.Header.Options[name] = value
 }
 
 // WriteHistory saves h as dir/history.jsonl (reports.WriteRunReport

@@ -110,6 +110,9 @@ func withDefaults(sp Spec) (Spec, error) {
 	if err := sp.Engine.check(sp.Backend); err != nil {
 		return sp, err
 	}
+	if _, err := ParseHistoryMode(string(sp.History)); err != nil {
+		return sp, err
+	}
 	if sp.Backend.Persistent() && sp.URL == "" {
 		return sp, ConfigError("backend %s needs a URL", sp.Backend)
 	}

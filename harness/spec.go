@@ -42,6 +42,9 @@ type Spec struct {
 	// Out is the run directory (history.jsonl, summary.json, reports,
 	// violations/); empty writes nothing.
 	Out string
+	// History is what Out keeps of the history: all of it (the zero
+	// value), a sample of the keys, or none (HistoryMode).
+	History HistoryMode
 	// Progress, when set, is shown the run's figures while it runs.
 	Progress Progress
 	// CheckTimeout is the checker's linearizability budget; zero means

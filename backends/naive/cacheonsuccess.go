@@ -22,11 +22,6 @@ type CacheOnSuccess struct {
 	mapStore
 }
 
-var (
-	_ idem.Store   = (*CacheOnSuccess)(nil)
-	_ idem.Sweeper = (*CacheOnSuccess)(nil)
-)
-
 // NewCacheOnSuccess returns a CacheOnSuccess store.
 func NewCacheOnSuccess(opts Options) *CacheOnSuccess {
 	s := &CacheOnSuccess{}
@@ -37,26 +32,18 @@ func NewCacheOnSuccess(opts Options) *CacheOnSuccess {
 // Acquire returns the finished record of key if there is one, else a new
 // lease that is written nowhere. That is the flaw.
 func (s *CacheOnSuccess) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	r, err := s.live(key, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	if r != nil {
-		return nil, copyOf(r), nil
-	}
-	return s.newLease(key, fp, leaseTTL, now, 0), nil, nil
+	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
+		if r != nil {
+			return nil, copyOf(r)
+		}
+		return s.newLease(key, fp, leaseTTL, now, 0), nil
+	})
 }
 
-// unfinished returns idem.ErrLeaseLost if key already has a record. The lock
-// must be held.
-func (s *CacheOnSuccess) unfinished(key string, now time.Time) error {
-	r, err := s.live(key, now)
+// unfinished returns idem.ErrLeaseLost if l's key already has a record. The
+// lock must be held.
+func (s *CacheOnSuccess) unfinished(l *idem.Lease, now time.Time) error {
+	r, err := s.live(l.Key, now)
 	if err != nil {
 		return err
 	}
@@ -69,52 +56,29 @@ func (s *CacheOnSuccess) unfinished(key string, now time.Time) error {
 // Heartbeat moves l.Expiry forward unless the key was finished meanwhile
 // (idem.ErrLeaseLost). Nothing is stored.
 func (s *CacheOnSuccess) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	if err := s.unfinished(l.Key, now); err != nil {
-		return err
-	}
-	l.Expiry = now.Add(leaseTTL)
-	return nil
+	return s.locked(ctx, func(now time.Time) error {
+		if err := s.unfinished(l, now); err != nil {
+			return err
+		}
+		l.Expiry = now.Add(leaseTTL)
+		return nil
+	})
 }
 
 // Complete stores resp unless the key already has a record
 // (idem.ErrLeaseLost).
 func (s *CacheOnSuccess) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return s.finish(ctx, l, idem.StatusCompleted, resp, retention)
+	return s.finish(ctx, l, idem.StatusCompleted, resp, retention, s.unfinished)
 }
 
 // Fail stores resp as a failure unless the key already has a record
 // (idem.ErrLeaseLost).
 func (s *CacheOnSuccess) Fail(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return s.finish(ctx, l, idem.StatusFailed, resp, retention)
-}
-
-func (s *CacheOnSuccess) finish(ctx context.Context, l *idem.Lease, st idem.Status, resp idem.Response, retention time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	if err := s.unfinished(l.Key, now); err != nil {
-		return err
-	}
-	s.records[l.Key] = finished(l, st, resp, now, retention)
-	return nil
+	return s.finish(ctx, l, idem.StatusFailed, resp, retention, s.unfinished)
 }
 
 // Release deletes nothing, since nothing was written; it reports
 // idem.ErrLeaseLost if the key was finished meanwhile.
 func (s *CacheOnSuccess) Release(ctx context.Context, l *idem.Lease) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.unfinished(l.Key, s.clock.Now())
+	return s.locked(ctx, func(now time.Time) error { return s.unfinished(l, now) })
 }

@@ -29,11 +29,6 @@ type CheckThenAct struct {
 	window time.Duration
 }
 
-var (
-	_ idem.Store   = (*CheckThenAct)(nil)
-	_ idem.Sweeper = (*CheckThenAct)(nil)
-)
-
 // NewCheckThenAct returns a CheckThenAct store. Options.Window sets the gap
 // between the read and the write (see Options).
 func NewCheckThenAct(opts Options) *CheckThenAct {

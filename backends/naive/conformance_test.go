@@ -1,4 +1,4 @@
-package naive
+package naive_test
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/backends/memstore"
+	"github.com/idembench/idembench/backends/naive"
 	"github.com/idembench/idembench/backends/storetest"
 	"github.com/idembench/idembench/idem"
 )
@@ -52,11 +53,11 @@ func TestConformanceChild(t *testing.T) {
 			return s
 		}
 	} else {
-		if _, err := New(name, clock); err != nil {
+		if _, err := naive.New(name, clock); err != nil {
 			t.Fatal(err)
 		}
 		cfg.New = func(t *testing.T) idem.Store {
-			s, err := New(name, clock)
+			s, err := naive.New(name, clock)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,8 +65,7 @@ func TestConformanceChild(t *testing.T) {
 		}
 		cfg.Corrupt = func(t *testing.T, s idem.Store, key string) {
 			t.Helper()
-			c, ok := s.(interface{ corrupt(string) bool })
-			if !ok || !c.corrupt(key) {
+			if !naive.Corrupt(s, key) {
 				t.Fatalf("cannot corrupt %q in %T", key, s)
 			}
 		}
@@ -206,8 +206,8 @@ func TestDesignsFailConformance(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Equal(covered, Names()) {
-		t.Errorf("designs tested %v, want every one of Names() %v", covered, Names())
+	if !slices.Equal(covered, naive.Names()) {
+		t.Errorf("designs tested %v, want every one of Names() %v", covered, naive.Names())
 	}
 }
 

@@ -2,6 +2,7 @@ package naive
 
 import (
 	"context"
+	"time"
 
 	"github.com/idembench/idembench/idem"
 )
@@ -19,11 +20,6 @@ type DeleteOnError struct {
 	mapStore
 }
 
-var (
-	_ idem.Store   = (*DeleteOnError)(nil)
-	_ idem.Sweeper = (*DeleteOnError)(nil)
-)
-
 // NewDeleteOnError returns a DeleteOnError store.
 func NewDeleteOnError(opts Options) *DeleteOnError {
 	s := &DeleteOnError{}
@@ -34,11 +30,8 @@ func NewDeleteOnError(opts Options) *DeleteOnError {
 // Release deletes whatever record the key has, whoever owns it, and returns
 // nil. That is the flaw.
 func (s *DeleteOnError) Release(ctx context.Context, l *idem.Lease) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.records, l.Key)
-	return nil
+	return s.locked(ctx, func(time.Time) error {
+		delete(s.records, l.Key)
+		return nil
+	})
 }

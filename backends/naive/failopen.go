@@ -32,11 +32,6 @@ type FailOpen struct {
 	calls atomic.Int64
 }
 
-var (
-	_ idem.Store   = (*FailOpen)(nil)
-	_ idem.Sweeper = (*FailOpen)(nil)
-)
-
 // NewFailOpen returns a FailOpen store. Options.FailEvery sets how often
 // its backend fails (see Options).
 func NewFailOpen(opts Options) *FailOpen {

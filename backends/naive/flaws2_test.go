@@ -54,14 +54,7 @@ func pauseSuccessorFails(t *testing.T, st idem.Store, clock *memstore.ManualCloc
 	if !errors.Is(errB, errRetryable) {
 		t.Fatalf("B: %+v, %v; want it to take over and fail retryably", resB, errB)
 	}
-	cRunning := make(chan struct{})
-	cRelease, releaseC := newGate(t)
-	c := doAsync(t.Context(), e, func(context.Context) (idem.Response, error) {
-		close(cRunning)
-		<-cRelease
-		return respond("C"), nil
-	})
-	await(t, cRunning, "C to run")
+	c, releaseC := runHeld(t, e, "C")
 	s.wake()
 	oa := await(t, a, "A to return")
 	releaseC()
@@ -75,13 +68,7 @@ func pauseSuccessorFails(t *testing.T, st idem.Store, clock *memstore.ManualCloc
 // retries come at the same moment. Only one may take the key over.
 func takeoverRace(t *testing.T, st idem.Store, clock *memstore.ManualClock) (bool, string) {
 	e := newEngine(st, clock)
-	ctx := context.WithValue(t.Context(), crashKey{}, true)
-	if _, err := e.Do(ctx, testKey, testFP, func(context.Context) (idem.Response, error) {
-		t.Error("crashed holder ran its function")
-		return idem.Response{}, nil
-	}); !errors.Is(err, idem.ErrAborted) {
-		t.Fatalf("A: err = %v, want ErrAborted", err)
-	}
+	crashHolderA(t, e)
 	clock.Advance(2 * testTTL)
 	return duplicates(t, st, clock)
 }
@@ -109,14 +96,7 @@ func staleHeartbeat(t *testing.T, st idem.Store, clock *memstore.ManualClock) (b
 	})
 	await(t, s.reached, "A to stall")
 	clock.Advance(2 * testTTL)
-	bRunning := make(chan struct{})
-	bRelease, releaseB := newGate(t)
-	b := doAsync(t.Context(), e, func(context.Context) (idem.Response, error) {
-		close(bRunning)
-		<-bRelease
-		return respond("B"), nil
-	})
-	await(t, bRunning, "B to run")
+	b, releaseB := runHeld(t, e, "B")
 	s.wake()
 	wasCancelled := await(t, cancelled, "A's function to end")
 	oa := await(t, a, "A to return")

@@ -138,6 +138,35 @@ func doAsync(ctx context.Context, e *idem.Engine, fn idem.Func) <-chan outcome {
 	return ch
 }
 
+// runHeld starts an execution of e whose function, once it runs, waits
+// until release is called and then completes with body name. It returns
+// when the function runs; the outcome arrives on the channel.
+func runHeld(t *testing.T, e *idem.Engine, name string) (done <-chan outcome, release func()) {
+	t.Helper()
+	running := make(chan struct{})
+	gate, release := newGate(t)
+	done = doAsync(t.Context(), e, func(context.Context) (idem.Response, error) {
+		close(running)
+		<-gate
+		return respond(name), nil
+	})
+	await(t, running, name+" to run")
+	return done, release
+}
+
+// crashHolderA makes holder A take the key and crash before its function
+// runs, leaving its lease behind.
+func crashHolderA(t *testing.T, e *idem.Engine) {
+	t.Helper()
+	ctx := context.WithValue(t.Context(), crashKey{}, true)
+	if _, err := e.Do(ctx, testKey, testFP, func(context.Context) (idem.Response, error) {
+		t.Error("crashed holder ran its function")
+		return idem.Response{}, nil
+	}); !errors.Is(err, idem.ErrAborted) {
+		t.Fatalf("A: err = %v, want ErrAborted", err)
+	}
+}
+
 // stall makes the fault hook stall an execution before its function runs,
 // with no heartbeat going: a GC pause. The execution's ctx carries it.
 type stall struct {
@@ -235,14 +264,7 @@ func pauseThenFail(t *testing.T, st idem.Store, clock *memstore.ManualClock) (bo
 	a := doAsync(ctx, e, func(context.Context) (idem.Response, error) { return idem.Response{}, errors.New("upstream timeout") })
 	await(t, s.reached, "A to stall")
 	clock.Advance(2 * testTTL)
-	bRunning := make(chan struct{})
-	bRelease, releaseB := newGate(t)
-	b := doAsync(t.Context(), e, func(context.Context) (idem.Response, error) {
-		close(bRunning)
-		<-bRelease
-		return respond("B"), nil
-	})
-	await(t, bRunning, "B to run")
+	b, releaseB := runHeld(t, e, "B")
 	s.wake()
 	oa := await(t, a, "A to return")
 	var cRan bool
@@ -261,13 +283,7 @@ func pauseThenFail(t *testing.T, st idem.Store, clock *memstore.ManualClock) (bo
 // completes the key unless the store lets a later request take over.
 func crashHolder(t *testing.T, st idem.Store, clock *memstore.ManualClock) (bool, string) {
 	e := newEngine(st, clock)
-	ctx := context.WithValue(t.Context(), crashKey{}, true)
-	if _, err := e.Do(ctx, testKey, testFP, func(context.Context) (idem.Response, error) {
-		t.Error("crashed holder ran its function")
-		return idem.Response{}, nil
-	}); !errors.Is(err, idem.ErrAborted) {
-		t.Fatalf("A: err = %v, want ErrAborted", err)
-	}
+	crashHolderA(t, e)
 	retry := func() error {
 		_, err := e.Do(t.Context(), testKey, testFP, func(context.Context) (idem.Response, error) { return respond("B"), nil })
 		return err

@@ -2,6 +2,7 @@ package naive
 
 import (
 	"context"
+	"time"
 
 	"github.com/idembench/idembench/idem"
 )
@@ -21,11 +22,6 @@ type KeepsPending struct {
 	mapStore
 }
 
-var (
-	_ idem.Store   = (*KeepsPending)(nil)
-	_ idem.Sweeper = (*KeepsPending)(nil)
-)
-
 // NewKeepsPending returns a KeepsPending store.
 func NewKeepsPending(opts Options) *KeepsPending {
 	s := &KeepsPending{}
@@ -37,19 +33,15 @@ func NewKeepsPending(opts Options) *KeepsPending {
 // with a lease that ends only when the record's retention does. That is the
 // flaw.
 func (s *KeepsPending) Release(ctx context.Context, l *idem.Lease) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	r, err := s.owned(l, now)
-	if err != nil {
-		return err
-	}
-	n := copyOf(r)
-	n.LeaseExpiry = s.keepUntil(now)
-	n.ExpiresAt = n.LeaseExpiry
-	s.records[l.Key] = n
-	return nil
+	return s.locked(ctx, func(now time.Time) error {
+		r, err := s.owned(l, now)
+		if err != nil {
+			return err
+		}
+		n := copyOf(r)
+		n.LeaseExpiry = s.keepUntil(now)
+		n.ExpiresAt = n.LeaseExpiry
+		s.records[l.Key] = n
+		return nil
+	})
 }

@@ -145,117 +145,136 @@ func finished(l *idem.Lease, st idem.Status, resp idem.Response, now time.Time, 
 	}
 }
 
-// Acquire implements idem.Store atomically: one critical section.
-func (s *mapStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+// locked is the frame of every call but Acquire: unless ctx is done, it
+// runs f under the lock with the current time and returns its error.
+func (s *mapStore) locked(ctx context.Context, f func(now time.Time) error) error {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.Now()
-	r, err := s.live(key, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	ok, prev := mayTakeOver(r, fp, now)
-	if !ok {
-		return nil, copyOf(r), nil
-	}
-	return s.claim(key, fp, leaseTTL, now, prev), nil, nil
+	return f(s.clock.Now())
+}
+
+// acquire is the frame of an atomic Acquire: unless ctx is done, it reads
+// the live record of key (nil if absent) under the lock and returns what
+// decide makes of it, in the same critical section.
+func (s *mapStore) acquire(ctx context.Context, key string, decide func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record)) (l *idem.Lease, rec *idem.Record, err error) {
+	err = s.locked(ctx, func(now time.Time) error {
+		r, err := s.live(key, now)
+		if err == nil {
+			l, rec = decide(r, now)
+		}
+		return err
+	})
+	return l, rec, err
+}
+
+// Acquire implements idem.Store atomically: one critical section.
+func (s *mapStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
+		ok, prev := mayTakeOver(r, fp, now)
+		if !ok {
+			return nil, copyOf(r)
+		}
+		return s.claim(key, fp, leaseTTL, now, prev), nil
+	})
 }
 
 // Heartbeat implements idem.Store: it is fenced and extends the lease.
 func (s *mapStore) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	r, err := s.owned(l, now)
-	if err != nil {
-		return err
-	}
+	return s.locked(ctx, func(now time.Time) error {
+		r, err := s.owned(l, now)
+		if err != nil {
+			return err
+		}
+		s.extend(l, r, now.Add(leaseTTL))
+		return nil
+	})
+}
+
+// extend moves the lease of r, the in-progress record of l.Key, and l to
+// expire at exp. The lock must be held.
+func (s *mapStore) extend(l *idem.Lease, r *idem.Record, exp time.Time) {
 	n := copyOf(r)
-	n.LeaseExpiry = now.Add(leaseTTL)
-	n.ExpiresAt = s.keepUntil(n.LeaseExpiry)
+	n.LeaseExpiry = exp
+	n.ExpiresAt = s.keepUntil(exp)
 	s.records[l.Key] = n
-	l.Expiry = n.LeaseExpiry
-	return nil
+	l.Expiry = exp
 }
 
 // Complete implements idem.Store: it is fenced.
 func (s *mapStore) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return s.finish(ctx, l, idem.StatusCompleted, resp, retention)
+	return s.finish(ctx, l, idem.StatusCompleted, resp, retention, s.fenced)
 }
 
 // Fail implements idem.Store: it is fenced.
 func (s *mapStore) Fail(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return s.finish(ctx, l, idem.StatusFailed, resp, retention)
+	return s.finish(ctx, l, idem.StatusFailed, resp, retention, s.fenced)
 }
 
-func (s *mapStore) finish(ctx context.Context, l *idem.Lease, st idem.Status, resp idem.Response, retention time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	if _, err := s.owned(l, now); err != nil {
-		return err
-	}
-	s.records[l.Key] = finished(l, st, resp, now, retention)
-	return nil
+// fenced returns idem.ErrLeaseLost unless l still holds its key. The lock
+// must be held.
+func (s *mapStore) fenced(l *idem.Lease, now time.Time) error {
+	_, err := s.owned(l, now)
+	return err
+}
+
+// finish stores the record l's execution leaves behind, with status st,
+// unless check (nil: no check) refuses the write. Complete and Fail of
+// every design go through it; the designs differ in check.
+func (s *mapStore) finish(ctx context.Context, l *idem.Lease, st idem.Status, resp idem.Response, retention time.Duration, check func(l *idem.Lease, now time.Time) error) error {
+	return s.locked(ctx, func(now time.Time) error {
+		if check != nil {
+			if err := check(l, now); err != nil {
+				return err
+			}
+		}
+		s.records[l.Key] = finished(l, st, resp, now, retention)
+		return nil
+	})
 }
 
 // Release implements idem.Store: it is fenced.
 func (s *mapStore) Release(ctx context.Context, l *idem.Lease) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, err := s.owned(l, s.clock.Now()); err != nil {
-		return err
-	}
-	delete(s.records, l.Key)
-	return nil
+	return s.locked(ctx, func(now time.Time) error {
+		if err := s.fenced(l, now); err != nil {
+			return err
+		}
+		delete(s.records, l.Key)
+		return nil
+	})
 }
 
 // Get implements idem.Store.
-func (s *mapStore) Get(ctx context.Context, key string) (*idem.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.live(key, s.clock.Now())
-	if err != nil {
-		return nil, err
-	}
-	if r == nil {
-		return nil, idem.ErrNotFound
-	}
-	return copyOf(r), nil
+func (s *mapStore) Get(ctx context.Context, key string) (rec *idem.Record, err error) {
+	err = s.locked(ctx, func(now time.Time) error {
+		r, err := s.live(key, now)
+		switch {
+		case err != nil:
+			return err
+		case r == nil:
+			return idem.ErrNotFound
+		}
+		rec = copyOf(r)
+		return nil
+	})
+	return rec, err
 }
 
 // Sweep implements idem.Sweeper: it removes every record past its expiry
 // and returns how many it removed.
-func (s *mapStore) Sweep(ctx context.Context) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	removed := 0
-	for k, r := range s.records {
-		if !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
-			delete(s.records, k)
-			removed++
+func (s *mapStore) Sweep(ctx context.Context) (removed int, err error) {
+	err = s.locked(ctx, func(now time.Time) error {
+		for k, r := range s.records {
+			if !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
+				delete(s.records, k)
+				removed++
+			}
 		}
-	}
-	return removed, nil
+		return nil
+	})
+	return removed, err
 }
 
 // corrupt breaks the stored record of key so that reads report

@@ -21,11 +21,6 @@ type NoExpiry struct {
 	mapStore
 }
 
-var (
-	_ idem.Store   = (*NoExpiry)(nil)
-	_ idem.Sweeper = (*NoExpiry)(nil)
-)
-
 // NewNoExpiry returns a NoExpiry store. Options.TakeoverGrace is ignored:
 // in-progress records are kept forever.
 func NewNoExpiry(opts Options) *NoExpiry {
@@ -38,18 +33,10 @@ func NewNoExpiry(opts Options) *NoExpiry {
 // Acquire claims an absent key; any existing record, in progress with a
 // live or an expired lease, is returned unchanged. That is the flaw.
 func (s *NoExpiry) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	r, err := s.live(key, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	if r != nil {
-		return nil, copyOf(r), nil
-	}
-	return s.claim(key, fp, leaseTTL, now, 0), nil, nil
+	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
+		if r != nil {
+			return nil, copyOf(r)
+		}
+		return s.claim(key, fp, leaseTTL, now, 0), nil
+	})
 }

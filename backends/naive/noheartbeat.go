@@ -21,11 +21,6 @@ type NoHeartbeat struct {
 	mapStore
 }
 
-var (
-	_ idem.Store   = (*NoHeartbeat)(nil)
-	_ idem.Sweeper = (*NoHeartbeat)(nil)
-)
-
 // NewNoHeartbeat returns a NoHeartbeat store.
 func NewNoHeartbeat(opts Options) *NoHeartbeat {
 	s := &NoHeartbeat{}

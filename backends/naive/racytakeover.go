@@ -31,11 +31,6 @@ type RacyTakeover struct {
 	window time.Duration
 }
 
-var (
-	_ idem.Store   = (*RacyTakeover)(nil)
-	_ idem.Sweeper = (*RacyTakeover)(nil)
-)
-
 // NewRacyTakeover returns a RacyTakeover store. Options.Window sets the
 // gap between the read and the write of a take-over (see Options).
 func NewRacyTakeover(opts Options) *RacyTakeover {

@@ -11,24 +11,31 @@ import (
 // ErrUnknownDesign reports a design name that New does not know.
 var ErrUnknownDesign = errors.New("naive: unknown design")
 
-// designs is the registry: the six designs of VERIFICATION.md in its order,
+// design is what every design is. The registry's constructors return it, so
+// the table below is the compile-time check that each design implements both.
+type design interface {
+	idem.Store
+	idem.Sweeper
+}
+
+// designs is the registry: the six designs of docs/design/verification.md in its order,
 // then the second wave's.
 var designs = []struct {
 	name string
-	new  func(Options) idem.Store
+	new  func(Options) design
 }{
-	{"check-then-act", func(o Options) idem.Store { return NewCheckThenAct(o) }},
-	{"cache-on-success", func(o Options) idem.Store { return NewCacheOnSuccess(o) }},
-	{"unfenced-takeover", func(o Options) idem.Store { return NewUnfencedTakeover(o) }},
-	{"delete-on-error", func(o Options) idem.Store { return NewDeleteOnError(o) }},
-	{"no-expiry", func(o Options) idem.Store { return NewNoExpiry(o) }},
-	{"no-heartbeat", func(o Options) idem.Store { return NewNoHeartbeat(o) }},
-	{"token-restart", func(o Options) idem.Store { return NewTokenRestart(o) }},
-	{"racy-takeover", func(o Options) idem.Store { return NewRacyTakeover(o) }},
-	{"unfenced-heartbeat", func(o Options) idem.Store { return NewUnfencedHeartbeat(o) }},
-	{"fail-open", func(o Options) idem.Store { return NewFailOpen(o) }},
-	{"keeps-pending", func(o Options) idem.Store { return NewKeepsPending(o) }},
-	{"unscoped-key", func(o Options) idem.Store { return NewUnscopedKey(o) }},
+	{"check-then-act", func(o Options) design { return NewCheckThenAct(o) }},
+	{"cache-on-success", func(o Options) design { return NewCacheOnSuccess(o) }},
+	{"unfenced-takeover", func(o Options) design { return NewUnfencedTakeover(o) }},
+	{"delete-on-error", func(o Options) design { return NewDeleteOnError(o) }},
+	{"no-expiry", func(o Options) design { return NewNoExpiry(o) }},
+	{"no-heartbeat", func(o Options) design { return NewNoHeartbeat(o) }},
+	{"token-restart", func(o Options) design { return NewTokenRestart(o) }},
+	{"racy-takeover", func(o Options) design { return NewRacyTakeover(o) }},
+	{"unfenced-heartbeat", func(o Options) design { return NewUnfencedHeartbeat(o) }},
+	{"fail-open", func(o Options) design { return NewFailOpen(o) }},
+	{"keeps-pending", func(o Options) design { return NewKeepsPending(o) }},
+	{"unscoped-key", func(o Options) design { return NewUnscopedKey(o) }},
 }
 
 // Names returns the names of the designs New accepts, in a fixed order:

@@ -27,11 +27,6 @@ type TokenRestart struct {
 	mapStore
 }
 
-var (
-	_ idem.Store   = (*TokenRestart)(nil)
-	_ idem.Sweeper = (*TokenRestart)(nil)
-)
-
 // NewTokenRestart returns a TokenRestart store.
 func NewTokenRestart(opts Options) *TokenRestart {
 	s := &TokenRestart{}
@@ -43,21 +38,13 @@ func NewTokenRestart(opts Options) *TokenRestart {
 // plus one on a take-over, and 1 on a key with no record. That is the
 // flaw.
 func (s *TokenRestart) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	r, err := s.live(key, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	ok, prev := mayTakeOver(r, fp, now)
-	if !ok {
-		return nil, copyOf(r), nil
-	}
-	l := &idem.Lease{Key: key, Token: prev + 1, Fingerprint: fp, PrevToken: prev, Expiry: now.Add(leaseTTL)}
-	s.hold(l)
-	return l, nil, nil
+	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
+		ok, prev := mayTakeOver(r, fp, now)
+		if !ok {
+			return nil, copyOf(r)
+		}
+		l := &idem.Lease{Key: key, Token: prev + 1, Fingerprint: fp, PrevToken: prev, Expiry: now.Add(leaseTTL)}
+		s.hold(l)
+		return l, nil
+	})
 }

@@ -24,8 +24,8 @@ const UnfencedCompleterRetention = time.Hour
 // retry then finds the key absent and applies it again (I1). The reference
 // completer (idem.Engine.RecoverAbandoned) takes the key over with a
 // higher token and asks a recovery hook that fences the effect first. The
-// harness runs it as the engine "naive/unfenced-completer"; backends/storetest
-// has its own copy for the conformance suite.
+// harness runs it as the engine "naive/unfenced-completer", and
+// backends/storetest's Admin requires its completer case to catch it.
 //
 // It returns idem.ErrNoLister when st cannot list stuck keys, the listing
 // error, or the joined errors of the writes that failed other than by

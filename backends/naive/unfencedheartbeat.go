@@ -23,11 +23,6 @@ type UnfencedHeartbeat struct {
 	mapStore
 }
 
-var (
-	_ idem.Store   = (*UnfencedHeartbeat)(nil)
-	_ idem.Sweeper = (*UnfencedHeartbeat)(nil)
-)
-
 // NewUnfencedHeartbeat returns an UnfencedHeartbeat store.
 func NewUnfencedHeartbeat(opts Options) *UnfencedHeartbeat {
 	s := &UnfencedHeartbeat{}
@@ -39,22 +34,16 @@ func NewUnfencedHeartbeat(opts Options) *UnfencedHeartbeat {
 // moves l.Expiry forward and returns nil, without comparing tokens, and
 // also returns nil when the key is finished or gone. That is the flaw.
 func (s *UnfencedHeartbeat) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	r, err := s.live(l.Key, now)
-	if err != nil {
-		return err
-	}
-	l.Expiry = now.Add(leaseTTL)
-	if r != nil && r.Status == idem.StatusInProgress {
-		n := copyOf(r)
-		n.LeaseExpiry = l.Expiry
-		n.ExpiresAt = s.keepUntil(n.LeaseExpiry)
-		s.records[l.Key] = n
-	}
-	return nil
+	return s.locked(ctx, func(now time.Time) error {
+		r, err := s.live(l.Key, now)
+		if err != nil {
+			return err
+		}
+		if r != nil && r.Status == idem.StatusInProgress {
+			s.extend(l, r, now.Add(leaseTTL))
+		} else {
+			l.Expiry = now.Add(leaseTTL)
+		}
+		return nil
+	})
 }

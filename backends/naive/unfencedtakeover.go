@@ -22,11 +22,6 @@ type UnfencedTakeover struct {
 	mapStore
 }
 
-var (
-	_ idem.Store   = (*UnfencedTakeover)(nil)
-	_ idem.Sweeper = (*UnfencedTakeover)(nil)
-)
-
 // NewUnfencedTakeover returns an UnfencedTakeover store.
 func NewUnfencedTakeover(opts Options) *UnfencedTakeover {
 	s := &UnfencedTakeover{}
@@ -37,21 +32,11 @@ func NewUnfencedTakeover(opts Options) *UnfencedTakeover {
 // Complete stores resp under l's token whatever the key holds. That is the
 // flaw.
 func (s *UnfencedTakeover) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return s.overwrite(ctx, l, idem.StatusCompleted, resp, retention)
+	return s.finish(ctx, l, idem.StatusCompleted, resp, retention, nil)
 }
 
 // Fail stores resp as a failure under l's token whatever the key holds.
 // That is the flaw.
 func (s *UnfencedTakeover) Fail(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return s.overwrite(ctx, l, idem.StatusFailed, resp, retention)
-}
-
-func (s *UnfencedTakeover) overwrite(ctx context.Context, l *idem.Lease, st idem.Status, resp idem.Response, retention time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.records[l.Key] = finished(l, st, resp, s.clock.Now(), retention)
-	return nil
+	return s.finish(ctx, l, idem.StatusFailed, resp, retention, nil)
 }

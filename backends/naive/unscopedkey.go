@@ -32,11 +32,6 @@ type UnscopedKey struct {
 	mapStore
 }
 
-var (
-	_ idem.Store   = (*UnscopedKey)(nil)
-	_ idem.Sweeper = (*UnscopedKey)(nil)
-)
-
 // NewUnscopedKey returns an UnscopedKey store.
 func NewUnscopedKey(opts Options) *UnscopedKey {
 	s := &UnscopedKey{}
@@ -48,23 +43,15 @@ func NewUnscopedKey(opts Options) *UnscopedKey {
 // asks; an existing record is returned with fp as its fingerprint. That is
 // the flaw.
 func (s *UnscopedKey) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	r, err := s.live(key, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	switch {
-	case r == nil:
-		return s.claim(key, fp, leaseTTL, now, 0), nil, nil
-	case r.Status == idem.StatusInProgress && !r.LeaseLive(now):
-		return s.claim(key, fp, leaseTTL, now, r.Token), nil, nil
-	}
-	rec := copyOf(r)
-	rec.Fingerprint = fp
-	return nil, rec, nil
+	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
+		switch {
+		case r == nil:
+			return s.claim(key, fp, leaseTTL, now, 0), nil
+		case r.Status == idem.StatusInProgress && !r.LeaseLive(now):
+			return s.claim(key, fp, leaseTTL, now, r.Token), nil
+		}
+		rec := copyOf(r)
+		rec.Fingerprint = fp
+		return nil, rec
+	})
 }

@@ -1,11 +1,7 @@
 package pgstore
 
 import (
-	"context"
-	"fmt"
-	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/idembench/idembench/backends/storetest"
 )
@@ -15,16 +11,7 @@ import (
 //
 //	go test -run '^$' -bench Batch -benchtime 1x ./backends/pgstore/
 func BenchmarkBatch(b *testing.B) {
-	st := newStore(b, Options{})
-	for range b.N {
-		m, err := storetest.MeasureBatch(context.Background(), st, fmt.Sprintf("bb%x", rand.Uint64()), 8, 100, 3, 2*time.Second, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(m.PerMessage, "do-msg/s")
-		b.ReportMetric(m.Batched, "batch-msg/s")
-		b.ReportMetric(m.Ratio, "ratio")
-	}
+	storetest.BenchBatch(b, newStore(b, Options{}), nil, nil)
 }
 
 // BenchmarkLoneCallerCoalesced prints the p50 latency of a single caller's

@@ -7,45 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/backends/storetest"
 	"github.com/idembench/idembench/idem"
 )
-
-// acquireAll has n goroutines call Acquire on key at once and returns the
-// leases and records they got.
-func acquireAll(t *testing.T, s *Store, key string, n int) (leases []*idem.Lease, recs []*idem.Record) {
-	t.Helper()
-	var (
-		mu    sync.Mutex
-		wg    sync.WaitGroup
-		start = make(chan struct{})
-	)
-	for range n {
-		wg.Go(func() {
-			<-start
-			l, rec, err := s.Acquire(context.Background(), key, fp("a"), time.Minute)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				t.Errorf("Acquire: %v", err)
-			case l != nil:
-				leases = append(leases, l)
-			default:
-				recs = append(recs, rec)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	return leases, recs
-}
 
 func TestConcurrentAcquireGrantsOneLease(t *testing.T) {
 	s := newStore(t, Options{})
 	const n = 32
 	for i := range 20 {
 		key := fmt.Sprintf("k%d", i)
-		leases, recs := acquireAll(t, s, key, n)
+		leases, recs := storetest.RaceAcquire(t, s, key, n)
 		if len(leases) != 1 {
 			t.Fatalf("%s: %d leases from %d concurrent Acquires, want 1", key, len(leases), n)
 		}
@@ -64,7 +35,7 @@ func TestConcurrentTakeOverGrantsOneLease(t *testing.T) {
 		key := fmt.Sprintf("k%d", i)
 		old := mustAcquire(t, s, key, fp("a"), 20*time.Millisecond)
 		time.Sleep(40 * time.Millisecond)
-		leases, recs := acquireAll(t, s, key, n)
+		leases, recs := storetest.RaceAcquire(t, s, key, n)
 		if len(leases) != 1 {
 			t.Fatalf("%s: %d take-overs from %d concurrent Acquires, want 1", key, len(leases), n)
 		}

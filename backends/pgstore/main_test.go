@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/idembench/idembench/backends/storetest"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/internal/testenv"
 )
@@ -85,31 +86,9 @@ func resp(body string) idem.Response {
 	return idem.Response{Status: 201, Header: map[string][]string{"Content-Type": {"text/plain"}}, Body: []byte(body)}
 }
 
-// mustAcquire claims key and fails t unless a lease comes back.
-func mustAcquire(t testing.TB, s *Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Lease {
-	t.Helper()
-	l, rec, err := s.Acquire(context.Background(), key, f, ttl)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", key, err)
-	}
-	if l == nil {
-		t.Fatalf("Acquire(%q): got record %+v, want a lease", key, rec)
-	}
-	if rec != nil {
-		t.Fatalf("Acquire(%q): got both lease and record", key)
-	}
-	return l
-}
-
-// mustRecord calls Acquire and fails t unless a record comes back.
-func mustRecord(t testing.TB, s *Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Record {
-	t.Helper()
-	l, rec, err := s.Acquire(context.Background(), key, f, ttl)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", key, err)
-	}
-	if rec == nil || l != nil {
-		t.Fatalf("Acquire(%q): got lease %+v, want a record", key, l)
-	}
-	return rec
-}
+// mustAcquire and mustRecord are the suite's: they fail the test unless
+// Acquire grants a lease, or returns the existing record, and nothing else.
+var (
+	mustAcquire = storetest.MustAcquire
+	mustRecord  = storetest.MustRecord
+)

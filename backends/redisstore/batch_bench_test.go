@@ -1,11 +1,7 @@
 package redisstore
 
 import (
-	"context"
-	"fmt"
-	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/idembench/idembench/backends/storetest"
 )
@@ -22,21 +18,13 @@ import (
 //	go test -run '^$' -bench Batch -benchtime 1x ./backends/redisstore/
 func BenchmarkBatch(b *testing.B) {
 	client := newClient(b)
-	st := newStore(b, client, Options{})
 	meter := func() (float64, error) { return serverCPU(b, client), nil }
-	for range b.N {
-		m, err := storetest.MeasureBatch(context.Background(), st, fmt.Sprintf("bb%x", rand.Uint64()), 8, 100, 3, 2*time.Second, meter)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(m.PerMessage, "do-msg/s")
-		b.ReportMetric(m.Batched, "batch-msg/s")
-		b.ReportMetric(m.Ratio, "ratio")
+	storetest.BenchBatch(b, newStore(b, client, Options{}), meter, func(m storetest.BatchRates) {
 		b.ReportMetric(m.PerMessageCost*1e6, "do-redis-µs/msg")
 		b.ReportMetric(m.BatchedCost*1e6, "batch-redis-µs/msg")
 		b.ReportMetric(m.PerMessageLoad, "do-redis-cores")
 		b.ReportMetric(1e6/(5*m.PerMessage), "5x-budget-µs/msg")
-	}
+	})
 }
 
 // BenchmarkLoneCallerCoalesced prints the p50 latency of a single caller's

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/backends/storetest"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/internal/testenv"
 	"github.com/redis/go-redis/v9"
@@ -106,34 +107,12 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-// mustAcquire acquires key and fails t unless a lease came back.
-func mustAcquire(t testing.TB, s idem.Store, key string, fp idem.Fingerprint, ttl time.Duration) *idem.Lease {
-	t.Helper()
-	l, rec, err := s.Acquire(ctxT(t), key, fp, ttl)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", key, err)
-	}
-	if l == nil {
-		t.Fatalf("Acquire(%q): no lease, record %+v", key, rec)
-	}
-	if rec != nil {
-		t.Fatalf("Acquire(%q): both lease and record", key)
-	}
-	return l
-}
-
-// mustRecord acquires key and fails t unless a record came back.
-func mustRecord(t testing.TB, s idem.Store, key string, fp idem.Fingerprint, ttl time.Duration) *idem.Record {
-	t.Helper()
-	l, rec, err := s.Acquire(ctxT(t), key, fp, ttl)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", key, err)
-	}
-	if rec == nil || l != nil {
-		t.Fatalf("Acquire(%q): want record only, got lease %+v record %+v", key, l, rec)
-	}
-	return rec
-}
+// mustAcquire and mustRecord are the suite's: they fail the test unless
+// Acquire grants a lease, or returns the existing record, and nothing else.
+var (
+	mustAcquire = storetest.MustAcquire
+	mustRecord  = storetest.MustRecord
+)
 
 // waitGone polls until key has no record, failing t after timeout.
 func waitGone(t testing.TB, s idem.Store, key string, timeout time.Duration) {

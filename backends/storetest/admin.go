@@ -18,7 +18,7 @@ import (
 // Stats counts every record of a store, so cfg.New must return a store that
 // no other test writes to while a case runs (a private prefix or table).
 // Cases whose capability the store lacks are skipped. The completer cases
-// also run the known-bad completer (UnfencedCompleter) and require it to
+// also run the known-bad completer (naive.UnfencedCompleter) and require it to
 // produce a double effect: a suite that cannot see that flaw proves nothing
 // about the real one.
 func Admin(t *testing.T, cfg Config) {
@@ -59,13 +59,13 @@ func listStuck(t *testing.T, s *suite, st idem.Store, key string) {
 		t.Skip("store does not implement idem.Lister")
 	}
 	start := time.Now()
-	stuck1 := mustAcquire(t, st, key+"-s1", fp("a"), s.ttl)
-	stuck2 := mustAcquire(t, st, key+"-s2", fp("b"), s.ttl)
-	done := mustAcquire(t, st, key+"-done", fp("c"), s.ttl)
+	stuck1 := MustAcquire(t, st, key+"-s1", fp("a"), s.ttl)
+	stuck2 := MustAcquire(t, st, key+"-s2", fp("b"), s.ttl)
+	done := MustAcquire(t, st, key+"-done", fp("c"), s.ttl)
 	if err := st.Complete(context.Background(), done, sampleResponse("d"), long); err != nil {
 		t.Fatal(err)
 	}
-	released := mustAcquire(t, st, key+"-rel", fp("d"), s.ttl)
+	released := MustAcquire(t, st, key+"-rel", fp("d"), s.ttl)
 	if err := st.Release(context.Background(), released); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func listStuck(t *testing.T, s *suite, st idem.Store, key string) {
 		t.Logf("before expiry not judged: set-up and listing took %v, past the %v lease", took, s.ttl)
 	}
 	s.wait(s.pastTTL())
-	live := mustAcquire(t, st, key+"-live", fp("e"), long)
+	live := MustAcquire(t, st, key+"-live", fp("e"), long)
 	_ = live
 	recs, err = lister.ListStuck(context.Background(), 0, 0)
 	if err != nil {
@@ -151,7 +151,7 @@ func stats(t *testing.T, s *suite, st idem.Store, key string) {
 		t.Fatal(err)
 	}
 	for i, f := range []string{"a", "b", "c"} {
-		l := mustAcquire(t, st, key+"-c"+f, fp(f), long)
+		l := MustAcquire(t, st, key+"-c"+f, fp(f), long)
 		if i < 2 {
 			if err := st.Complete(context.Background(), l, sampleResponse(f), long); err != nil {
 				t.Fatal(err)
@@ -160,8 +160,8 @@ func stats(t *testing.T, s *suite, st idem.Store, key string) {
 			t.Fatal(err)
 		}
 	}
-	mustAcquire(t, st, key+"-live", fp("l"), long)
-	mustAcquire(t, st, key+"-stuck", fp("s"), s.ttl)
+	MustAcquire(t, st, key+"-live", fp("l"), long)
+	MustAcquire(t, st, key+"-stuck", fp("s"), s.ttl)
 	s.wait(s.pastTTL())
 	after, err := statter.Stats(context.Background())
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/idembench/idembench/backends/naive"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -78,38 +78,9 @@ func (e *effectTable) fn(ctx context.Context) (idem.Response, error) {
 	return idem.Response{Status: 201, Body: []byte("done")}, nil
 }
 
-// UnfencedCompleter is a known-bad completer: it finds the stuck records and
-// finishes them under the crashed holder's own token, without a take-over,
-// and looks for the effect without fencing it. A holder that was only
-// paused is not fenced out: it applies its effect after the look, and the
-// client's retry applies it again. Admin requires it to be caught.
-func UnfencedCompleter(ctx context.Context, st idem.Store, look func(key string) (idem.Response, bool)) error {
-	lister, ok := st.(idem.Lister)
-	if !ok {
-		return idem.ErrNoLister
-	}
-	recs, err := lister.ListStuck(ctx, 0, 0)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, r := range recs {
-		l := &idem.Lease{Key: r.Key, Token: r.Token, Fingerprint: r.Fingerprint, Expiry: r.LeaseExpiry}
-		if resp, done := look(r.Key); done {
-			err = st.Complete(ctx, l, resp, time.Hour)
-		} else {
-			err = st.Release(ctx, l)
-		}
-		if err != nil && !errors.Is(err, idem.ErrLeaseLost) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // completerRun abandons keys in three ways (crashed before the effect,
 // crashed after it, paused past the lease before it), lets three
-// completers (the reference one, or UnfencedCompleter when bad) run at
+// completers (the reference one, or naive.UnfencedCompleter when bad) run at
 // once with live clients retrying some keys, resumes the paused holders,
 // and finally retries every key once as its client would. It returns the
 // violations: a key whose effect did not happen exactly once, or that does
@@ -192,7 +163,7 @@ func (sc *completerScenario) complete(t *testing.T, clients *idem.Engine, bad bo
 				look := func(k string) (idem.Response, bool) {
 					return idem.Response{Status: 200, Body: []byte("recovered")}, sc.table.look(k)
 				}
-				if err := UnfencedCompleter(context.Background(), sc.st, look); err != nil {
+				if err := naive.UnfencedCompleter(context.Background(), sc.st, look); err != nil {
 					t.Errorf("unfenced completer %d: %v", i, err)
 				}
 				return

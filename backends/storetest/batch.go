@@ -40,13 +40,13 @@ func RunBatch(t *testing.T, cfg Config) {
 func batchAcquireMixed(t *testing.T, s *suite, st idem.Store, key string) {
 	bs := st.(idem.BatchStore)
 	k := func(n string) string { return key + "." + n }
-	done := mustAcquire(t, st, k("done"), fp("a"), long)
+	done := MustAcquire(t, st, k("done"), fp("a"), long)
 	if err := st.Complete(bg(), done, sampleResponse("done"), long); err != nil {
 		t.Fatal(err)
 	}
-	live := mustAcquire(t, st, k("live"), fp("a"), long)
-	expired := mustAcquire(t, st, k("expired"), fp("a"), s.ttl)
-	other := mustAcquire(t, st, k("other"), fp("a"), s.ttl)
+	live := MustAcquire(t, st, k("live"), fp("a"), long)
+	expired := MustAcquire(t, st, k("expired"), fp("a"), s.ttl)
+	other := MustAcquire(t, st, k("other"), fp("a"), s.ttl)
 	s.wait(s.pastTTL())
 
 	reqs := []idem.AcquireRequest{
@@ -85,10 +85,10 @@ func batchAcquireMixed(t *testing.T, s *suite, st idem.Store, key string) {
 func batchFinishFenced(t *testing.T, s *suite, st idem.Store, key string) {
 	bs := st.(idem.BatchStore)
 	k := func(n string) string { return key + "." + n }
-	c := mustAcquire(t, st, k("c"), fp("a"), long)
-	f := mustAcquire(t, st, k("f"), fp("a"), long)
-	r := mustAcquire(t, st, k("r"), fp("a"), long)
-	old := mustAcquire(t, st, k("stale"), fp("a"), s.ttl)
+	c := MustAcquire(t, st, k("c"), fp("a"), long)
+	f := MustAcquire(t, st, k("f"), fp("a"), long)
+	r := MustAcquire(t, st, k("r"), fp("a"), long)
+	old := MustAcquire(t, st, k("stale"), fp("a"), s.ttl)
 	s.wait(s.pastTTL())
 	if l, _, err := st.Acquire(bg(), k("stale"), fp("a"), long); err != nil || l == nil {
 		t.Fatalf("take-over of the stale key: %v, %v", l, err)

@@ -12,7 +12,7 @@ import (
 )
 
 func acquireAbsent(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("a"), long)
+	l := MustAcquire(t, st, key, fp("a"), long)
 	if l.Token == 0 || l.PrevToken != 0 || l.Key != key || l.Fingerprint != fp("a") {
 		t.Fatalf("lease = %+v, want non-zero token, no previous token, key and fingerprint set", l)
 	}
@@ -26,9 +26,9 @@ func acquireAbsent(t testing.TB, s *suite, st idem.Store, key string) {
 }
 
 func acquireLive(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("a"), long)
+	l := MustAcquire(t, st, key, fp("a"), long)
 	for _, f := range []string{"a", "b"} {
-		rec := mustRecord(t, st, key, fp(f), long)
+		rec := MustRecord(t, st, key, fp(f), long)
 		if rec.Status != idem.StatusInProgress || rec.Token != l.Token || rec.Fingerprint != fp("a") {
 			t.Fatalf("Acquire with fingerprint %q: record = %+v, want in progress with the holder's token %d and fingerprint", f, rec, l.Token)
 		}
@@ -36,12 +36,12 @@ func acquireLive(t testing.TB, s *suite, st idem.Store, key string) {
 }
 
 func completeReplay(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("a"), long)
+	l := MustAcquire(t, st, key, fp("a"), long)
 	want := sampleResponse("c")
 	if err := st.Complete(bg(), l, want, long); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	rec := mustRecord(t, st, key, fp("a"), long)
+	rec := MustRecord(t, st, key, fp("a"), long)
 	if rec.Status != idem.StatusCompleted || rec.Token != l.Token {
 		t.Fatalf("record = %+v, want completed by token %d", rec, l.Token)
 	}
@@ -49,12 +49,12 @@ func completeReplay(t testing.TB, s *suite, st idem.Store, key string) {
 }
 
 func failReplay(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("a"), long)
+	l := MustAcquire(t, st, key, fp("a"), long)
 	want := idem.Response{Status: 402, Body: []byte("card declined")}
 	if err := st.Fail(bg(), l, want, long); err != nil {
 		t.Fatalf("Fail: %v", err)
 	}
-	rec := mustRecord(t, st, key, fp("a"), long)
+	rec := MustRecord(t, st, key, fp("a"), long)
 	if rec.Status != idem.StatusFailed {
 		t.Fatalf("status = %v, want failed", rec.Status)
 	}
@@ -62,14 +62,14 @@ func failReplay(t testing.TB, s *suite, st idem.Store, key string) {
 }
 
 func releaseAbsent(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("a"), long)
+	l := MustAcquire(t, st, key, fp("a"), long)
 	if err := st.Release(bg(), l); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("Get after Release: err = %v, want ErrNotFound", err)
 	}
-	l2 := mustAcquire(t, st, key, fp("a"), long)
+	l2 := MustAcquire(t, st, key, fp("a"), long)
 	if l2.Token <= l.Token || l2.PrevToken != 0 {
 		t.Fatalf("lease after Release = %+v, want token > %d and no previous token", l2, l.Token)
 	}
@@ -77,7 +77,7 @@ func releaseAbsent(t testing.TB, s *suite, st idem.Store, key string) {
 
 func raceOneWinner(t testing.TB, s *suite, st idem.Store, key string) {
 	const n = 32
-	leases, records := raceAcquire(t, st, key, n)
+	leases, records := RaceAcquire(t, st, key, n)
 	if len(leases) != 1 || len(records) != n-1 {
 		t.Fatalf("%d racing Acquires gave %d leases and %d records, want 1 and %d", n, len(leases), len(records), n-1)
 	}
@@ -89,9 +89,9 @@ func raceOneWinner(t testing.TB, s *suite, st idem.Store, key string) {
 // every other case and lets concurrent retries of a crashed request all run.
 func raceOneTakeOver(t testing.TB, s *suite, st idem.Store, key string) {
 	const n = 32
-	old := mustAcquire(t, st, key, fp("a"), s.ttl)
+	old := MustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
-	leases, records := raceAcquire(t, st, key, n)
+	leases, records := RaceAcquire(t, st, key, n)
 	if len(leases) != 1 || len(records) != n-1 {
 		t.Fatalf("%d racing take-overs gave %d leases and %d records, want 1 and %d", n, len(leases), len(records), n-1)
 	}
@@ -109,8 +109,10 @@ func raceOneTakeOver(t testing.TB, s *suite, st idem.Store, key string) {
 	}
 }
 
-// raceAcquire starts n Acquires of key at once and returns what they got.
-func raceAcquire(t testing.TB, st idem.Store, key string, n int) (leases []*idem.Lease, records []*idem.Record) {
+// RaceAcquire starts n Acquires of key at once, all with the fingerprint
+// of "a" and a lease of an hour, and returns the leases and the records
+// they got. An error, or a call that got neither, fails t.
+func RaceAcquire(t testing.TB, st idem.Store, key string, n int) (leases []*idem.Lease, records []*idem.Record) {
 	t.Helper()
 	var (
 		wg    sync.WaitGroup
@@ -132,6 +134,8 @@ func raceAcquire(t testing.TB, st idem.Store, key string, n int) (leases []*idem
 				leases = append(leases, l)
 			case rec != nil:
 				records = append(records, rec)
+			default:
+				t.Errorf("Acquire: neither a lease nor a record")
 			}
 		}()
 	}
@@ -141,31 +145,31 @@ func raceAcquire(t testing.TB, st idem.Store, key string, n int) (leases []*idem
 }
 
 func takeOverAfterExpiry(t testing.TB, s *suite, st idem.Store, key string) {
-	l1 := mustAcquire(t, st, key, fp("a"), s.ttl)
+	l1 := MustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.ttl / 4)
-	if rec := mustRecord(t, st, key, fp("a"), s.ttl); rec.Token != l1.Token {
+	if rec := MustRecord(t, st, key, fp("a"), s.ttl); rec.Token != l1.Token {
 		t.Fatalf("before expiry: record token %d, want %d", rec.Token, l1.Token)
 	}
 	s.wait(s.pastTTL())
-	l2 := mustAcquire(t, st, key, fp("a"), long)
+	l2 := MustAcquire(t, st, key, fp("a"), long)
 	if l2.Token <= l1.Token || l2.PrevToken != l1.Token {
 		t.Fatalf("take-over lease = %+v, want token > %d and PrevToken %d", l2, l1.Token, l1.Token)
 	}
 }
 
 func takeOverOtherFingerprint(t testing.TB, s *suite, st idem.Store, key string) {
-	l1 := mustAcquire(t, st, key, fp("a"), s.ttl)
+	l1 := MustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
-	rec := mustRecord(t, st, key, fp("b"), long)
+	rec := MustRecord(t, st, key, fp("b"), long)
 	if rec.Token != l1.Token || rec.Fingerprint != fp("a") {
 		t.Fatalf("record = %+v, want the first request's (token %d)", rec, l1.Token)
 	}
 }
 
 func staleTokenFenced(t testing.TB, s *suite, st idem.Store, key string) {
-	old := mustAcquire(t, st, key, fp("a"), s.ttl)
+	old := MustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
-	cur := mustAcquire(t, st, key, fp("a"), long)
+	cur := MustAcquire(t, st, key, fp("a"), long)
 	checks := []struct {
 		name string
 		call func() error
@@ -187,7 +191,7 @@ func staleTokenFenced(t testing.TB, s *suite, st idem.Store, key string) {
 }
 
 func fencedAfterCompletion(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("a"), long)
+	l := MustAcquire(t, st, key, fp("a"), long)
 	want := sampleResponse("first")
 	if err := st.Complete(bg(), l, want, long); err != nil {
 		t.Fatalf("Complete: %v", err)
@@ -212,13 +216,13 @@ func fencedAfterCompletion(t testing.TB, s *suite, st idem.Store, key string) {
 }
 
 func expiredStillOwned(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("a"), s.ttl)
+	l := MustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())
 	// A heartbeat after expiry renews the lease: nobody took it over.
 	if err := st.Heartbeat(bg(), l, long); err != nil {
 		t.Fatalf("Heartbeat after expiry without take-over: %v", err)
 	}
-	if rec := mustRecord(t, st, key, fp("a"), long); rec.Token != l.Token {
+	if rec := MustRecord(t, st, key, fp("a"), long); rec.Token != l.Token {
 		t.Fatalf("after renewal: record token %d, want %d (lease renewed, no take-over)", rec.Token, l.Token)
 	}
 	s.wait(s.ttl / 2)
@@ -233,7 +237,7 @@ func expiredStillOwned(t testing.TB, s *suite, st idem.Store, key string) {
 func tokensIncrease(t testing.TB, s *suite, st idem.Store, key string) {
 	var last idem.Token
 	next := func(step string) *idem.Lease {
-		l := mustAcquire(t, st, key, fp("a"), long)
+		l := MustAcquire(t, st, key, fp("a"), long)
 		if l.Token <= last {
 			t.Fatalf("%s: token %d, want > %d", step, l.Token, last)
 		}
@@ -258,7 +262,7 @@ func tokensIncrease(t testing.TB, s *suite, st idem.Store, key string) {
 }
 
 func heartbeatExtends(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("a"), s.ttl)
+	l := MustAcquire(t, st, key, fp("a"), s.ttl)
 	first := l.Expiry
 	for range 3 {
 		s.wait(s.ttl * 6 / 10)
@@ -270,27 +274,27 @@ func heartbeatExtends(t testing.TB, s *suite, st idem.Store, key string) {
 		t.Fatalf("Heartbeat did not advance Lease.Expiry (%v, was %v)", l.Expiry, first)
 	}
 	// 1.8 TTLs after Acquire, the lease is still live thanks to the heartbeats.
-	if rec := mustRecord(t, st, key, fp("a"), long); rec.Token != l.Token {
+	if rec := MustRecord(t, st, key, fp("a"), long); rec.Token != l.Token {
 		t.Fatalf("record token %d, want %d: heartbeat did not extend the lease", rec.Token, l.Token)
 	}
 }
 
 func fingerprintKept(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("req-1"), long)
+	l := MustAcquire(t, st, key, fp("req-1"), long)
 	if rec := mustGet(t, st, key); rec.Fingerprint != fp("req-1") {
 		t.Fatalf("in-progress fingerprint %s, want %s", rec.Fingerprint, fp("req-1"))
 	}
 	if err := st.Complete(bg(), l, sampleResponse("x"), long); err != nil {
 		t.Fatal(err)
 	}
-	rec := mustRecord(t, st, key, fp("req-2"), long)
+	rec := MustRecord(t, st, key, fp("req-2"), long)
 	if rec.Fingerprint != fp("req-1") {
 		t.Fatalf("completed fingerprint %s, want %s", rec.Fingerprint, fp("req-1"))
 	}
 }
 
 func retentionExpiry(t testing.TB, s *suite, st idem.Store, key string) {
-	l := mustAcquire(t, st, key, fp("a"), long)
+	l := MustAcquire(t, st, key, fp("a"), long)
 	if err := st.Complete(bg(), l, sampleResponse("x"), s.ttl); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +306,7 @@ func retentionExpiry(t testing.TB, s *suite, st idem.Store, key string) {
 	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("after retention: err = %v, want ErrNotFound", err)
 	}
-	if l2 := mustAcquire(t, st, key, fp("other"), long); l2.PrevToken != 0 {
+	if l2 := MustAcquire(t, st, key, fp("other"), long); l2.PrevToken != 0 {
 		t.Fatalf("after retention: PrevToken %d, want 0", l2.PrevToken)
 	}
 }
@@ -320,7 +324,7 @@ func responseRoundTrip(t testing.TB, s *suite, st idem.Store, key string) {
 	}
 	for i, want := range resps {
 		k := key + "." + string(rune('a'+i))
-		l := mustAcquire(t, st, k, fp("a"), long)
+		l := MustAcquire(t, st, k, fp("a"), long)
 		if err := st.Complete(bg(), l, want, long); err != nil {
 			t.Fatalf("Complete %d: %v", i, err)
 		}
@@ -334,7 +338,7 @@ func keysIndependent(t testing.TB, s *suite, st idem.Store, key string) {
 	// Tokens are ordered per key only (see idem.Token), so two keys may
 	// share one; what must hold is that each key keeps its own record.
 	for _, k := range keys {
-		l := mustAcquire(t, st, k, fp("a"), long)
+		l := MustAcquire(t, st, k, fp("a"), long)
 		if err := st.Complete(bg(), l, idem.Response{Status: 200, Body: []byte(k)}, long); err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +355,7 @@ func corruptRecord(t testing.TB, s *suite, st idem.Store, key string) {
 	if s.cfg.Corrupt == nil {
 		t.Skip("Config.Corrupt not set")
 	}
-	l := mustAcquire(t, st, key, fp("a"), long)
+	l := MustAcquire(t, st, key, fp("a"), long)
 	if err := st.Complete(bg(), l, sampleResponse("x"), long); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +378,7 @@ func cancelledContext(t testing.TB, s *suite, st idem.Store, key string) {
 	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("Get after cancelled Acquire: err = %v, want ErrNotFound", err)
 	}
-	held := mustAcquire(t, st, key, fp("a"), long)
+	held := MustAcquire(t, st, key, fp("a"), long)
 	if err := st.Complete(ctx, held, sampleResponse("x"), long); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Complete with cancelled ctx: err = %v, want context.Canceled", err)
 	}
@@ -388,7 +392,7 @@ func waiterWakes(t testing.TB, s *suite, st idem.Store, key string) {
 	if !ok {
 		t.Skip("store is not an idem.Waiter")
 	}
-	l := mustAcquire(t, st, key, fp("a"), long)
+	l := MustAcquire(t, st, key, fp("a"), long)
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
@@ -420,8 +424,8 @@ func sweeperRemoves(t testing.TB, s *suite, st idem.Store, key string) {
 	if !ok {
 		t.Skip("store is not an idem.Sweeper")
 	}
-	short := mustAcquire(t, st, key+".short", fp("a"), long)
-	kept := mustAcquire(t, st, key+".kept", fp("a"), long)
+	short := MustAcquire(t, st, key+".short", fp("a"), long)
+	kept := MustAcquire(t, st, key+".kept", fp("a"), long)
 	if err := st.Complete(bg(), short, sampleResponse("s"), s.ttl); err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,7 @@ func plantedRecords(t testing.TB, s *suite, st idem.Store, key string) {
 	t.Logf("storetest: %d planted records, seed %d", runs, seed)
 	for i := range runs {
 		k := fmt.Sprintf("%s.%d", key, i)
-		l := mustAcquire(t, st, k, fp("a"), long)
+		l := MustAcquire(t, st, k, fp("a"), long)
 		switch r.IntN(3) {
 		case 1:
 			if err := st.Complete(bg(), l, sampleResponse("planted"), long); err != nil {
@@ -205,3 +205,26 @@ func plantedRecords(t testing.TB, s *suite, st idem.Store, key string) {
 // DefaultPlantRuns is the number of records the planted-records case
 // changes when Config.PlantRuns is zero.
 const DefaultPlantRuns = 50
+
+// Decoded checks the contract of a store's record decoder on one input, as
+// its fuzz target sees it: the decoder returns either a record that
+// validates and no error, or no record and an error wrapping
+// idem.ErrCorruptRecord. Decoded reports whether a record came back, for
+// the caller to compare it with the stored fields.
+func Decoded(t TB, rec *idem.Record, err error) bool {
+	t.Helper()
+	switch {
+	case err != nil && rec != nil:
+		t.Fatalf("record %+v returned with error %v", rec, err)
+	case err != nil && !errors.Is(err, idem.ErrCorruptRecord):
+		t.Fatalf("error %v does not wrap idem.ErrCorruptRecord", err)
+	case err != nil:
+		return false
+	case rec == nil:
+		t.Fatalf("neither a record nor an error")
+	}
+	if verr := rec.Validate(); verr != nil {
+		t.Fatalf("decoded record does not validate: %v", verr)
+	}
+	return true
+}

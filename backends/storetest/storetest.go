@@ -169,34 +169,42 @@ func fp(s string) idem.Fingerprint { return idem.FingerprintString(s) }
 
 func bg() context.Context { return context.Background() }
 
-func mustAcquire(t testing.TB, st idem.Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Lease {
+// callTimeout bounds each call MustAcquire and MustRecord make, so that a
+// server that stopped answering fails the test instead of hanging it.
+const callTimeout = 30 * time.Second
+
+// MustAcquire calls st.Acquire and fails t unless a lease, and no record,
+// comes back. Store tests outside the suite use it too.
+func MustAcquire(t testing.TB, st idem.Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Lease {
 	t.Helper()
-	l, rec, err := st.Acquire(bg(), key, f, ttl)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", key, err)
-	}
-	if l == nil {
-		t.Fatalf("Acquire(%q): got record %+v, want a lease", key, rec)
-	}
-	if rec != nil {
-		t.Fatalf("Acquire(%q): both lease and record returned", key)
+	l, rec := acquire(t, st, key, f, ttl)
+	if l == nil || rec != nil {
+		t.Fatalf("Acquire(%q): lease %+v, record %+v; want a lease only", key, l, rec)
 	}
 	return l
 }
 
-func mustRecord(t testing.TB, st idem.Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Record {
+// MustRecord calls st.Acquire and fails t unless the key's existing
+// record, and no lease, comes back.
+func MustRecord(t testing.TB, st idem.Store, key string, f idem.Fingerprint, ttl time.Duration) *idem.Record {
 	t.Helper()
-	l, rec, err := st.Acquire(bg(), key, f, ttl)
+	l, rec := acquire(t, st, key, f, ttl)
+	if l != nil || rec == nil {
+		t.Fatalf("Acquire(%q): lease %+v, record %+v; want the existing record only", key, l, rec)
+	}
+	return rec
+}
+
+// acquire calls st.Acquire within callTimeout and fails t on an error.
+func acquire(t testing.TB, st idem.Store, key string, f idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	l, rec, err := st.Acquire(ctx, key, f, ttl)
 	if err != nil {
 		t.Fatalf("Acquire(%q): %v", key, err)
 	}
-	if l != nil {
-		t.Fatalf("Acquire(%q): got lease token %d, want the existing record", key, l.Token)
-	}
-	if rec == nil {
-		t.Fatalf("Acquire(%q): neither lease nor record", key)
-	}
-	return rec
+	return l, rec
 }
 
 func mustGet(t testing.TB, st idem.Store, key string) *idem.Record {

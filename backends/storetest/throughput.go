@@ -175,6 +175,26 @@ func MeasureLoneCaller(ctx context.Context, plain, coalesced *idem.Engine, prefi
 	return m, nil
 }
 
+// BenchBatch is the body of a store's batch benchmark: it runs MeasureBatch
+// on st (8 consumers, batches of 100, three rounds of two seconds) and
+// reports messages/s with Do per message and with DoBatch, and their
+// ratio (target ≥ 5). meter, when not nil, is passed on; report, when not
+// nil, reports more metrics of each measurement.
+func BenchBatch(b *testing.B, st idem.Store, meter Meter, report func(BatchRates)) {
+	for range b.N {
+		m, err := MeasureBatch(context.Background(), st, fmt.Sprintf("bb%x", rand.Uint64()), 8, 100, 3, 2*time.Second, meter)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(m.PerMessage, "do-msg/s")
+		b.ReportMetric(m.Batched, "batch-msg/s")
+		b.ReportMetric(m.Ratio, "ratio")
+		if report != nil {
+			report(m)
+		}
+	}
+}
+
 // BenchLoneCaller is the body of a store's lone-caller benchmark: it runs
 // MeasureLoneCaller on st (nine rounds of one second) with a plain and a
 // coalesced engine and reports both p50s and their ratio (target ≤ 1.10).

@@ -107,11 +107,12 @@ type Config struct {
 	// with WorkerCommand, so that faults are real signals: SIGKILL after
 	// the effect and before the ack, SIGSTOP before the effect, SIGTERM for
 	// a restart. The store, the effect sink and the history stay in this
-	// process and serve the workers over their stdin and stdout.
+	// process and serve the workers over the worker protocol of package
+	// harness/multiproc, on the workers' stdin and stdout.
 	Processes bool
-	// WorkerCommand returns a command that runs ServeWorker with its stdin
-	// and stdout, typically this binary with a hidden argument or variable
-	// its main checks first (and that cancels ServeWorker's ctx on
+	// WorkerCommand returns a command that runs ServeWorker with
+	// multiproc.Stdio, typically this binary with a hidden argument or
+	// variable its main checks first (and that cancels ServeWorker's ctx on
 	// SIGTERM). Run sets Stdin, Stdout and Stderr. Needed with Processes.
 	WorkerCommand func() *exec.Cmd
 	// Faults are the faults of the run.

@@ -72,9 +72,10 @@
 // With Config.Processes every consumer runs in a worker process started
 // with Config.WorkerCommand, whose main calls ServeWorker. The store, the
 // effect sink, the fault targets and the history stay in the coordinator
-// (the process that called Run), which serves the workers over their stdin
-// and stdout, so a worker can be killed or stopped at any instruction and
-// nothing it did is lost.
+// (the process that called Run), which serves the workers over the worker
+// protocol of package harness/multiproc (the one `run --workers` uses) on
+// their stdin and stdout, so a worker can be killed or stopped at any
+// instruction and nothing it did is lost.
 //
 // # Figures
 //

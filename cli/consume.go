@@ -108,7 +108,7 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 			defer closer.Close()
 		}
 	}
-	replay := fmt.Sprintf("idembench consume --broker %s --seed %d%s", c.Broker, cfg.Seed, c.replayFlags())
+	replay := fmt.Sprintf("%s consume --broker %s --seed %d%s", invokedAs(), c.Broker, cfg.Seed, c.replayFlags())
 	opts := reports.Options{ReplayCommand: replay}
 	res, runErr := untilInterrupted(ctx, func() (*consume.Result, error) { return consume.Run(ctx, cfg) })
 	if ctx.Err() != nil {

@@ -24,7 +24,7 @@ func TestConsumeCommand(t *testing.T) {
 		t.Run(broker, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
 			ok := runCLI(t, "consume", "--broker", broker, "--url", url, "--messages", "40", "--seed", "7", "--out", out)
-			if ok.code != exitOK || !strings.Contains(ok.stdout, "verdict: ok") || !strings.Contains(ok.stdout, "replay: idembench consume") {
+			if ok.code != exitOK || !strings.Contains(ok.stdout, "verdict: ok") || !strings.Contains(ok.stdout, "replay: "+invokedAs()+" consume") {
 				t.Fatalf("engine run: exit %d\n%s%s", ok.code, ok.stdout, ok.err)
 			}
 			if _, err := os.Stat(filepath.Join(out, "history.jsonl")); err != nil {
@@ -219,7 +219,7 @@ func TestConsumeJSON(t *testing.T) {
 				t.Fatalf("stdout is not a summary: %v\n%s", err, r.stdout)
 			}
 			if s.Verdict != "ok" || s.Tool != "idembench consume" || s.Options["messages"] != "20" ||
-				!strings.HasPrefix(s.ReplayCommand, "idembench consume --broker rabbitmq --seed 4 --messages 20") {
+				!strings.HasPrefix(s.ReplayCommand, invokedAs()+" consume --broker rabbitmq --seed 4 --messages 20") {
 				t.Errorf("summary: verdict %q, tool %q, options %v, replay %q", s.Verdict, s.Tool, s.Options, s.ReplayCommand)
 			}
 		})

@@ -95,8 +95,10 @@ func appendBytes(b []byte, s string) []byte {
 }
 
 // DecodeResponse parses the output of EncodeResponse. Any malformed input
-// (truncated, trailing bytes, unknown version, absurd lengths) returns an
-// error wrapping ErrCorruptRecord; it never panics.
+// (truncated, trailing bytes, unknown version, absurd lengths, a form
+// EncodeResponse does not write, such as a padded number or headers out of
+// order) returns an error wrapping ErrCorruptRecord; it never panics. So
+// whatever decodes re-encodes to the same bytes.
 func DecodeResponse(b []byte) (Response, error) {
 	d := decoder{b: b}
 	if v := d.byte(); v != responseEncodingVersion && d.err == nil {
@@ -112,6 +114,7 @@ func DecodeResponse(b []byte) (Response, error) {
 	if nh > 0 {
 		r.Header = make(map[string][]string, nh)
 	}
+	prev := ""
 	for i := 0; i < nh && d.err == nil; i++ {
 		k := d.string()
 		nv := d.count()
@@ -119,10 +122,13 @@ func DecodeResponse(b []byte) (Response, error) {
 		for j := 0; j < nv && d.err == nil; j++ {
 			vs = append(vs, d.string())
 		}
-		if _, dup := r.Header[k]; dup {
+		switch {
+		case i > 0 && k == prev:
 			d.fail("duplicate header %q", k)
+		case i > 0 && k < prev:
+			d.fail("header %q after %q: not in EncodeResponse's order", k, prev)
 		}
-		r.Header[k] = vs
+		r.Header[k], prev = vs, k
 	}
 	if n := d.count(); d.err == nil {
 		r.Body = d.take(n)
@@ -165,8 +171,12 @@ func (d *decoder) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
+	switch {
+	case n <= 0:
 		d.fail("bad varint")
+		return 0
+	case n > 1 && d.b[n-1] == 0:
+		d.fail("non-minimal varint") // EncodeResponse never writes one
 		return 0
 	}
 	d.b = d.b[n:]

@@ -27,6 +27,13 @@ func TestDecodeResponseRejectsGarbage(t *testing.T) {
 		"truncated": good[:len(good)-1],
 		"trailing":  append(append([]byte{}, good...), 0),
 		"huge len":  {1, 200, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		// Forms EncodeResponse never writes: a padded number, headers out
+		// of order or twice. Decoding them would let two encodings stand
+		// for one response.
+		"padded status":   {1, 0xc8, 0x81, 0x00, 0, 3, 'a', 'b', 'c'},
+		"padded body len": {1, 0xc8, 0x01, 0, 0x83, 0x00, 'a', 'b', 'c'},
+		"header order":    {1, 0xc8, 0x01, 2, 1, 'B', 0, 1, 'A', 0, 0},
+		"header twice":    {1, 0xc8, 0x01, 2, 1, 'A', 0, 1, 'A', 0, 0},
 	} {
 		if _, err := idem.DecodeResponse(b); !errors.Is(err, idem.ErrCorruptRecord) {
 			t.Errorf("%s: err = %v, want ErrCorruptRecord", name, err)

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/history"
 )
@@ -154,11 +155,11 @@ func (r *faultRunner) apply(ctx context.Context, f Fault) error {
 	}
 	switch f.Kind {
 	case FaultDropReplies, FaultReset, FaultPartition, FaultLatency:
-		nf := netfault.Fault{Kind: netfault.Kind(f.Kind)}
+		nf := chaos.Fault{Kind: history.FaultKind(f.Kind), Duration: f.For}
 		if f.Kind == FaultLatency {
 			nf.Latency = f.Latency
 		}
-		err := r.proxy.Inject(ctx, nf, f.For)
+		err := r.proxy.Inject(ctx, nf)
 		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("blackbox: fault %s: %w", f.Kind, err)
 		}
@@ -168,17 +169,17 @@ func (r *faultRunner) apply(ctx context.Context, f Fault) error {
 		r.svc.signal(syscall.SIGSTOP)
 		wait()
 		r.svc.signal(syscall.SIGCONT)
-		r.record(start, "pause service (SIGSTOP) "+f.For.String())
+		r.record(history.FaultPause, start, "pause service (SIGSTOP) "+f.For.String())
 	case FaultKill:
 		start := r.now()
 		r.svc.kill()
 		wait()
 		if ctx.Err() != nil {
-			r.record(start, "kill service (SIGKILL)")
+			r.record(history.FaultKill, start, "kill service (SIGKILL)")
 			return nil
 		}
 		err := r.svc.run(ctx)
-		r.record(start, "kill service (SIGKILL) and restart")
+		r.record(history.FaultKill, start, "kill service (SIGKILL) and restart")
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
@@ -186,10 +187,10 @@ func (r *faultRunner) apply(ctx context.Context, f Fault) error {
 	return nil
 }
 
-func (r *faultRunner) record(start int64, label string) {
+func (r *faultRunner) record(kind history.FaultKind, start int64, label string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.windows = append(r.windows, history.Op{Kind: history.KindFault, Client: -1, Worker: -1, Call: start, Return: max(r.now(), start), Label: label})
+	r.windows = append(r.windows, history.Fault(kind, label, start, max(r.now(), start)))
 }
 
 // ops returns every fault window as history ops.
@@ -198,13 +199,7 @@ func (r *faultRunner) ops() []history.Op {
 	out := append([]history.Op(nil), r.windows...)
 	r.mu.Unlock()
 	if r.proxy != nil {
-		for _, w := range r.proxy.Windows() {
-			end := w.End
-			if w.Open {
-				end = r.now()
-			}
-			out = append(out, history.Op{Kind: history.KindFault, Client: -1, Worker: -1, Call: w.Start, Return: max(end, w.Start), Label: "network " + w.Label})
-		}
+		out = append(out, r.proxy.Windows()...)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -17,7 +18,7 @@ import (
 // cut short; a pause whose context never ends runs its full length.
 func TestPauseEndsWithContext(t *testing.T) {
 	in, err := chaos.New(chaos.Config{Seed: 1, RunFor: time.Minute, Faults: []chaos.Fault{
-		{Kind: chaos.Pause, Duration: 100_000 * time.Hour, Probability: 1, ThenFail: true},
+		{Kind: history.FaultPause, Duration: 100_000 * time.Hour, Probability: 1, ThenFail: true},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func TestPauseEndsWithContext(t *testing.T) {
 		t.Fatal("a 100000h pause did not end within 2 s of ctx cancel")
 	}
 	w := in.Windows()
-	if len(w) != 1 || !strings.Contains(w[0].Label, "cut short") || w[0].End < w[0].Start {
+	if len(w) != 1 || !strings.Contains(w[0].Label, "cut short") || w[0].Return < w[0].Call {
 		t.Fatalf("windows %+v, want one cut-short pause", w)
 	}
 	if in.ForcedFailure(lease("k", 1)) != nil {
@@ -77,7 +78,7 @@ func TestCountLimits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
 			_, err := chaos.New(chaos.Config{RunFor: c.window, Faults: []chaos.Fault{
-				{Kind: chaos.Pause, Duration: time.Second, Count: c.count},
+				{Kind: history.FaultPause, Duration: time.Second, Count: c.count},
 			}})
 			if c.ok && err != nil {
 				t.Fatalf("rejected: %v", err)

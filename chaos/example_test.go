@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -15,7 +16,7 @@ func ExampleNew() {
 	in, err := chaos.New(chaos.Config{
 		Seed:   1,
 		RunFor: time.Minute,
-		Faults: []chaos.Fault{{Kind: chaos.Crash, Point: idem.PointAfterFn, Probability: 1}},
+		Faults: []chaos.Fault{{Kind: history.FaultCrash, Point: idem.PointAfterFn, Probability: 1}},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -51,17 +53,6 @@ var ErrLimit = errors.New("chaos: fault schedule beyond limits")
 // during a pause: the execution is abandoned like a crash (its lease stays).
 var ErrPauseCut = errors.New("chaos: pause cut short by the end of the run")
 
-// Window is one injected fault as the history records it: a crash is an
-// instant (Start == End), a pause spans its stall.
-type Window struct {
-	Label string
-	Point idem.Point
-	Key   string
-	Token idem.Token
-	Start int64
-	End   int64
-}
-
 // Injector runs a fault schedule through the engine's fault hook. It is
 // safe for concurrent use. The zero Injector is not usable: call New.
 type Injector struct {
@@ -77,7 +68,7 @@ type Injector struct {
 	failNext sync.Map // idem.Token -> struct{}: resumed pauses that must fail
 
 	mu      sync.Mutex
-	windows []Window
+	windows []history.Op
 }
 
 type armedFault struct {
@@ -104,15 +95,15 @@ func New(cfg Config) (*Injector, error) {
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6368616f73)) // "chaos"
 	in.faults = make([]armedFault, len(cfg.Faults))
 	for i, f := range cfg.Faults {
+		if !f.InEngine() {
+			return nil, fmt.Errorf("fault %d: chaos: the engine hook injects crash and pause, not %q", i+1, f.Kind)
+		}
 		if err := f.Validate(cfg.RunFor); err != nil {
 			return nil, fmt.Errorf("fault %d: %w", i+1, err)
 		}
 		a := &in.faults[i]
 		a.Fault = f
-		a.point = f.Point
-		if a.point == 0 {
-			a.point = idem.PointBeforeFn
-		}
+		a.point = f.point()
 		a.end = f.End
 		if a.end == 0 {
 			if cfg.RunFor <= 0 {
@@ -222,10 +213,9 @@ func (in *Injector) fire(i int, f *armedFault, elapsed time.Duration, l *idem.Le
 // the execution is abandoned like a crash, so no pause can hold up a
 // cancelled run.
 func (in *Injector) inject(ctx context.Context, f *armedFault, p idem.Point, l *idem.Lease) error {
-	w := Window{Label: f.label(p), Point: p, Key: l.Key, Token: l.Token, Start: in.now()}
-	if f.Kind == Crash {
-		w.End = w.Start
-		in.record(w)
+	label, start := f.Label(), in.now()
+	if f.Kind == history.FaultCrash {
+		in.record(history.Fault(f.Kind, label, start, start), l)
 		return ErrCrash
 	}
 	t := time.NewTimer(f.Duration)
@@ -233,22 +223,21 @@ func (in *Injector) inject(ctx context.Context, f *armedFault, p idem.Point, l *
 	case <-t.C:
 	case <-ctx.Done():
 		t.Stop()
-		w.End = in.now()
-		w.Label += " (cut short: run ended)"
-		in.record(w)
+		in.record(history.Fault(f.Kind, label+" (cut short: run ended)", start, in.now()), l)
 		return fmt.Errorf("%w: %w", ErrPauseCut, context.Cause(ctx))
 	}
-	w.End = in.now()
 	if f.ThenFail {
 		in.failNext.Store(l.Token, struct{}{})
 	}
-	in.record(w)
+	in.record(history.Fault(f.Kind, label, start, in.now()), l)
 	return nil
 }
 
-func (in *Injector) record(w Window) {
+// record keeps the window of an injection into the execution of l.
+func (in *Injector) record(op history.Op, l *idem.Lease) {
+	op = op.OnKey(l.Key, uint64(l.Token))
 	in.mu.Lock()
-	in.windows = append(in.windows, w)
+	in.windows = append(in.windows, op)
 	in.mu.Unlock()
 }
 
@@ -265,20 +254,14 @@ func (in *Injector) ForcedFailure(l idem.Lease) error {
 	return nil
 }
 
-// Windows returns the injections so far, sorted by start.
-func (in *Injector) Windows() []Window {
+// Windows returns the injections so far as fault windows of the history
+// (a crash is an instant, a pause spans its stall), each on the key and
+// token of the execution it hit, sorted by start.
+func (in *Injector) Windows() []history.Op {
 	in.mu.Lock()
 	out := slices.Clone(in.windows)
 	in.mu.Unlock()
-	slices.SortStableFunc(out, func(a, b Window) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b history.Op) int { return cmp.Compare(a.Call, b.Call) })
 	return out
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -18,18 +19,18 @@ func TestFaultValidate(t *testing.T) {
 		f    chaos.Fault
 		want string // "" = valid
 	}{
-		{"crash count", chaos.Fault{Kind: chaos.Crash, Point: idem.PointAfterFn, Count: 2}, ""},
-		{"crash default point", chaos.Fault{Kind: chaos.Crash, Probability: 0.1}, ""},
-		{"pause", chaos.Fault{Kind: chaos.Pause, Duration: time.Second, Count: 1, ThenFail: true}, ""},
+		{"crash count", chaos.Fault{Kind: history.FaultCrash, Point: idem.PointAfterFn, Count: 2}, ""},
+		{"crash default point", chaos.Fault{Kind: history.FaultCrash, Probability: 0.1}, ""},
+		{"pause", chaos.Fault{Kind: history.FaultPause, Duration: time.Second, Count: 1, ThenFail: true}, ""},
 		{"no kind", chaos.Fault{Count: 1}, "unknown fault kind"},
-		{"crash with duration", chaos.Fault{Kind: chaos.Crash, Count: 1, Duration: time.Second}, "no duration"},
-		{"pause without duration", chaos.Fault{Kind: chaos.Pause, Count: 1}, "positive duration"},
-		{"pause after fn", chaos.Fault{Kind: chaos.Pause, Point: idem.PointAfterFn, Duration: time.Second, Count: 1}, "no heartbeat"},
-		{"neither count nor probability", chaos.Fault{Kind: chaos.Crash}, "exactly one"},
-		{"both", chaos.Fault{Kind: chaos.Crash, Count: 1, Probability: 0.5}, "exactly one"},
-		{"probability above one", chaos.Fault{Kind: chaos.Crash, Probability: 1.5}, "outside"},
-		{"window reversed", chaos.Fault{Kind: chaos.Crash, Count: 1, Start: 2 * time.Second, End: time.Second}, "not after start"},
-		{"window past run", chaos.Fault{Kind: chaos.Crash, Count: 1, Start: 20 * time.Second}, "not before the end"},
+		{"crash with duration", chaos.Fault{Kind: history.FaultCrash, Count: 1, Duration: time.Second}, "no duration"},
+		{"pause without duration", chaos.Fault{Kind: history.FaultPause, Count: 1}, "positive duration"},
+		{"pause after fn", chaos.Fault{Kind: history.FaultPause, Point: idem.PointAfterFn, Duration: time.Second, Count: 1}, "no heartbeat"},
+		{"neither count nor probability", chaos.Fault{Kind: history.FaultCrash}, "exactly one"},
+		{"both", chaos.Fault{Kind: history.FaultCrash, Count: 1, Probability: 0.5}, "exactly one"},
+		{"probability above one", chaos.Fault{Kind: history.FaultCrash, Probability: 1.5}, "outside"},
+		{"window reversed", chaos.Fault{Kind: history.FaultCrash, Count: 1, Start: 2 * time.Second, End: time.Second}, "not after start"},
+		{"window past run", chaos.Fault{Kind: history.FaultCrash, Count: 1, Start: 20 * time.Second}, "not before the end"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func (c *fakeClock) Now() time.Time { return c.now }
 func TestCountFiresExactly(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	in, err := chaos.New(chaos.Config{Seed: 3, RunFor: time.Minute, Clock: clock, Faults: []chaos.Fault{
-		{Kind: chaos.Crash, Point: idem.PointAfterFn, Count: 3, Start: 10 * time.Second, End: 20 * time.Second},
+		{Kind: history.FaultCrash, Point: idem.PointAfterFn, Count: 3, Start: 10 * time.Second, End: 20 * time.Second},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func TestCountFiresExactly(t *testing.T) {
 		t.Fatalf("%d crashes, want 3", got)
 	}
 	w := in.Windows()
-	if len(w) != 3 || w[0].Label != "crash at after-fn" || w[0].Start != w[0].End {
+	if len(w) != 3 || w[0].Label != "crash at after-fn" || w[0].Call != w[0].Return || w[0].Fault != history.FaultCrash {
 		t.Fatalf("windows %+v", w)
 	}
 	clock.now = clock.now.Add(time.Second)
@@ -134,7 +135,7 @@ func TestCountFiresExactly(t *testing.T) {
 func TestProbabilityIsDeterministic(t *testing.T) {
 	mk := func(seed int64, p float64) idem.Hook {
 		in, err := chaos.New(chaos.Config{Seed: seed, RunFor: time.Minute, Faults: []chaos.Fault{
-			{Kind: chaos.Crash, Point: idem.PointBeforeFn, Probability: p},
+			{Kind: history.FaultCrash, Point: idem.PointBeforeFn, Probability: p},
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +172,7 @@ func TestProbabilityIsDeterministic(t *testing.T) {
 // ErrInjected exactly once. Stop disarms the schedule.
 func TestPauseThenFail(t *testing.T) {
 	in, err := chaos.New(chaos.Config{Seed: 1, RunFor: time.Minute, Faults: []chaos.Fault{
-		{Kind: chaos.Pause, Duration: 30 * time.Millisecond, Probability: 1, ThenFail: true},
+		{Kind: history.FaultPause, Duration: 30 * time.Millisecond, Probability: 1, ThenFail: true},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +196,7 @@ func TestPauseThenFail(t *testing.T) {
 		t.Fatal("forced failure returned twice")
 	}
 	w := in.Windows()
-	if len(w) != 1 || w[0].End-w[0].Start < int64(30*time.Millisecond) || w[0].Key != "k" || w[0].Token != 9 {
+	if len(w) != 1 || w[0].Return-w[0].Call < int64(30*time.Millisecond) || w[0].Key != "k" || w[0].Token != 9 {
 		t.Fatalf("windows %+v", w)
 	}
 	in.Stop()
@@ -212,7 +213,7 @@ func TestSameSeedSameArming(t *testing.T) {
 	due := func(seed int64) []int {
 		clock := &fakeClock{now: time.Unix(0, 0)}
 		in, err := chaos.New(chaos.Config{Seed: seed, RunFor: time.Hour, Clock: clock, Faults: []chaos.Fault{
-			{Kind: chaos.Crash, Count: 20},
+			{Kind: history.FaultCrash, Count: 20},
 		}})
 		if err != nil {
 			t.Fatal(err)

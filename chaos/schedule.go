@@ -3,6 +3,8 @@ package chaos
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/idembench/idembench/history"
 )
 
 // ProcessPause is one SIGSTOP of a worker process: Worker stops at At
@@ -23,7 +25,7 @@ func ProcessPauses(seed int64, faults []Fault, workers int, runFor time.Duration
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5349475354)) // "SIGST"
 	var ps []ProcessPause
 	for _, f := range faults {
-		if f.Kind != Pause {
+		if f.Kind != history.FaultPause {
 			continue
 		}
 		for range max(f.Count, 1) {
@@ -43,7 +45,7 @@ func ProcessPauses(seed int64, faults []Fault, workers int, runFor time.Duration
 func ProcessCrashes(faults []Fault) []Fault {
 	var out []Fault
 	for _, f := range faults {
-		if f.Kind != Crash {
+		if f.Kind != history.FaultCrash {
 			continue
 		}
 		for range max(f.Count, 1) {

@@ -7,11 +7,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 )
 
 func TestProcessPauses(t *testing.T) {
-	pause := chaos.Fault{Kind: chaos.Pause, Count: 3, Start: time.Second, End: 2 * time.Second, Duration: 500 * time.Millisecond}
-	crash := chaos.Fault{Kind: chaos.Crash, Count: 2}
+	pause := chaos.Fault{Kind: history.FaultPause, Count: 3, Start: time.Second, End: 2 * time.Second, Duration: 500 * time.Millisecond}
+	crash := chaos.Fault{Kind: history.FaultCrash, Count: 2}
 	cases := []struct {
 		name    string
 		faults  []chaos.Fault
@@ -45,7 +46,7 @@ func TestProcessPauses(t *testing.T) {
 }
 
 func TestProcessCrashes(t *testing.T) {
-	faults := []chaos.Fault{{Kind: chaos.Crash, Count: 2}, {Kind: chaos.Pause, Count: 5}, {Kind: chaos.Crash, Probability: 0.5}}
+	faults := []chaos.Fault{{Kind: history.FaultCrash, Count: 2}, {Kind: history.FaultPause, Count: 5}, {Kind: history.FaultCrash, Probability: 0.5}}
 	got := chaos.ProcessCrashes(faults)
 	if len(got) != 3 || got[0] != faults[0] || got[2] != faults[2] {
 		t.Fatalf("crashes %+v", got)

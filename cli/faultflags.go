@@ -5,9 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/backendfault"
-	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/workload"
 )
 
@@ -42,7 +43,7 @@ func (f *faultFlags) plan(ctx context.Context, backend string) (*backendfault.Pl
 	if f.Failover != "" {
 		return f.failoverPlan(ctx, p, backend)
 	}
-	if len(p.Restarts) == 0 && p.AimRestart == 0 {
+	if !p.KillsServer() {
 		return p, stop, nil
 	}
 	srv, label, stop, err := backendfault.StartServer(ctx, backend, f.RedisPersistence == "aof-always")
@@ -65,36 +66,44 @@ func (f *faultFlags) schedule() (*backendfault.Plan, error) {
 	if err := f.limits(); err != nil {
 		return nil, err
 	}
-	p := &backendfault.Plan{ClientTimeout: f.ClientTimeout, Restarts: f.RestartAt, AimRestart: f.AimRestart}
+	p := &backendfault.Plan{ClientTimeout: f.ClientTimeout}
+	for _, at := range f.RestartAt {
+		p.Faults = append(p.Faults, chaos.Fault{Kind: history.FaultRestart, Start: at})
+	}
 	for _, s := range f.NetFault {
-		w, err := netfault.ParseWindow(s)
+		w, err := chaos.ParseWindow(s)
 		if err != nil {
 			return nil, usage("--net-fault %q: %v", s, err)
 		}
-		if w.At > maxFaultOffset || w.For > maxFaultLength {
+		if w.Start > maxFaultOffset || w.Duration > maxFaultLength {
 			return nil, usage("--net-fault %q: START must be at most %s and LENGTH at most %s", s, maxFaultOffset, maxFaultLength)
 		}
-		p.Net = append(p.Net, w)
+		p.Faults = append(p.Faults, w)
+	}
+	if f.AimRestart > 0 {
+		p.Aim = &chaos.Fault{Kind: history.FaultRestart, Point: chaos.AimPoint, Duration: f.AimRestart}
 	}
 	if f.AimNet != "" {
-		a, err := backendfault.ParseAim(f.AimNet)
+		a, err := chaos.ParseAim(f.AimNet)
 		if err != nil {
 			return nil, usage("--aim-net %q: %v", f.AimNet, err)
 		}
-		if a.For > maxFaultLength {
-			return nil, usage("--aim-net %q: LENGTH %s is above the limit of %s", f.AimNet, a.For, maxFaultLength)
+		if a.Duration > maxFaultLength {
+			return nil, usage("--aim-net %q: LENGTH %s is above the limit of %s", f.AimNet, a.Duration, maxFaultLength)
 		}
-		p.Aim = a
+		if p.Aim != nil {
+			return nil, usage("--aim-net and --aim-restart do not go together: one aimed fault per run")
+		}
+		p.Aim = &a
 	}
+	net := len(p.Network()) > 0
 	switch {
-	case p.Aim != nil && len(p.Net) == 0:
+	case f.AimNet != "" && !net:
 		return nil, usage("--aim-net needs at least one --net-fault (the proxy it switches)")
-	case p.Aim != nil && p.AimRestart > 0:
-		return nil, usage("--aim-net and --aim-restart do not go together: one aimed fault per run")
-	case f.Failover != "" && (len(p.Restarts) > 0 || len(p.Net) > 0 || p.AimRestart > 0):
+	case f.Failover != "" && (len(p.Faults) > 0 || p.Aim != nil):
 		return nil, usage("--failover goes with no --restart-at, --aim-restart or --net-fault")
 	}
-	if p.ClientTimeout == 0 && len(p.Net) > 0 {
+	if p.ClientTimeout == 0 && net {
 		p.ClientTimeout = 300 * time.Millisecond
 	}
 	p.ReplayArgs = p.Args(f.RedisPersistence == "aof-always")
@@ -142,7 +151,7 @@ func (f *faultFlags) validate(backend string) error {
 		}
 		return nil
 	}
-	if (len(p.Restarts) > 0 || p.AimRestart > 0) && backend != "redis" && backend != "postgres" {
+	if p.KillsServer() && backend != "redis" && backend != "postgres" {
 		return usage("--restart-at and --aim-restart need --backend redis or postgres")
 	}
 	return nil

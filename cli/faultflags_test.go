@@ -54,11 +54,11 @@ func TestReplayRepeatsBackendFaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("replay flags %q: %v", joined, err)
 		}
-		if !slices.Equal(got.Restarts, want.Restarts) || !slices.Equal(got.Net, want.Net) || got.AimRestart != want.AimRestart ||
-			!reflect.DeepEqual(got.Aim, want.Aim) || got.ClientTimeout != want.ClientTimeout || f.RedisPersistence != g.RedisPersistence {
+		if !slices.Equal(got.Faults, want.Faults) || !reflect.DeepEqual(got.Aim, want.Aim) ||
+			got.ClientTimeout != want.ClientTimeout || f.RedisPersistence != g.RedisPersistence {
 			t.Fatalf("%q: replay flags %q parse to %+v, want %+v", in, joined, got, want)
 		}
-		if len(want.Restarts)+len(want.Net) == 0 && want.AimRestart == 0 {
+		if len(want.Faults) == 0 && want.Aim == nil {
 			t.Fatalf("%q: parsed no fault", in)
 		}
 	}

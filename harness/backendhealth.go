@@ -45,7 +45,7 @@ func (p *Prepared) CheckBackend(ctx context.Context) error {
 	if err := sp.Faults.ServerHealth(); err != nil {
 		return p.serverDied(err)
 	}
-	if f := sp.Faults; f != nil && (len(f.Restarts) > 0 || f.AimRestart > 0 || f.Failover != nil) {
+	if sp.Faults.KillsServer() {
 		return nil
 	}
 	err := p.readBackend(ctx)

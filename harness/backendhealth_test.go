@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/backendfault"
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 )
 
@@ -56,7 +58,7 @@ func TestBackendDiesOutsideThePlan(t *testing.T) {
 				Overrides: harness.Overrides{Seed: 3, Duration: 1500 * time.Millisecond}, CheckTimeout: time.Minute,
 			}
 			if c.planned {
-				sp.Faults = &backendfault.Plan{Server: r, RestartLabel: "restart redis", Restarts: []time.Duration{200 * time.Millisecond}}
+				sp.Faults = &backendfault.Plan{Server: r, RestartLabel: "restart redis", Faults: []chaos.Fault{{Kind: history.FaultRestart, Start: 200 * time.Millisecond}}}
 			}
 			var pid atomic.Int64
 			killer := time.AfterFunc(700*time.Millisecond, func() {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/backendfault"
-	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
@@ -84,7 +84,7 @@ func TestSpecErrors(t *testing.T) {
 		{"unknown sink", harness.Spec{Engine: ref, Sink: "nope"}, harness.ErrConfig},
 		{"unknown backend", harness.Spec{Engine: ref, Backend: "mongo"}, harness.ErrConfig},
 		{"restart without a server", harness.Spec{Engine: ref, Backend: harness.Redis, URL: "redis://127.0.0.1:1/0",
-			Faults: &backendfault.Plan{Restarts: []time.Duration{time.Second}}}, harness.ErrConfig},
+			Faults: &backendfault.Plan{Faults: []chaos.Fault{{Kind: history.FaultRestart, Start: time.Second}}}}, harness.ErrConfig},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -124,7 +124,8 @@ func TestBackendFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Stop()
-			o := run(t, &backendfault.Plan{Server: r, RestartLabel: "restart redis", Restarts: []time.Duration{400 * time.Millisecond, 800 * time.Millisecond}})
+			o := run(t, &backendfault.Plan{Server: r, RestartLabel: "restart redis", Faults: []chaos.Fault{
+				{Kind: history.FaultRestart, Start: 400 * time.Millisecond}, {Kind: history.FaultRestart, Start: 800 * time.Millisecond}}})
 			want := checker.VerdictOK
 			if p == servers.None {
 				want = checker.VerdictViolation
@@ -132,14 +133,14 @@ func TestBackendFaults(t *testing.T) {
 			if o.Report.Verdict != want {
 				t.Fatalf("verdict %s, want %s (violated %v)", o.Report.Verdict, want, o.Report.Violated())
 			}
-			if n := countFaults(o.History, "restart redis"); n != 2 {
-				t.Fatalf("%d restart windows, want 2", n)
+			if n, k := countFaults(o.History, "restart redis"), history.CountFaults(o.History.Ops)[history.FaultRestart]; n != 2 || k != 2 {
+				t.Fatalf("%d restart windows, %d of kind restart, want 2", n, k)
 			}
 		})
 	}
 	t.Run("drop-replies", func(t *testing.T) {
-		o := run(t, &backendfault.Plan{ClientTimeout: 200 * time.Millisecond, Net: []netfault.Timed{
-			{Fault: netfault.Fault{Kind: netfault.KindDropReplies}, At: 300 * time.Millisecond, For: 400 * time.Millisecond},
+		o := run(t, &backendfault.Plan{ClientTimeout: 200 * time.Millisecond, Faults: []chaos.Fault{
+			{Kind: history.FaultDropReplies, Start: 300 * time.Millisecond, Duration: 400 * time.Millisecond},
 		}})
 		if o.Report.Verdict != checker.VerdictOK {
 			t.Fatalf("verdict %s (violated %v)", o.Report.Verdict, o.Report.Violated())
@@ -150,7 +151,7 @@ func TestBackendFaults(t *testing.T) {
 		if o.Summary.Outcomes["failed"] != 0 {
 			t.Fatalf("%d failed outcomes: a lost reply must be unknown", o.Summary.Outcomes["failed"])
 		}
-		if countFaults(o.History, "net drop-replies") != 1 {
+		if countFaults(o.History, "net drop-replies") != 1 || history.CountFaults(o.History.Ops)[history.FaultDropReplies] != 1 {
 			t.Fatal("the network window is not in the history")
 		}
 	})

@@ -92,7 +92,7 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 		}
 		if res != nil && ctx.Err() != nil && p.Spec.Out != "" {
 			h := res.Recorder.History(hdr)
-			h.Ops = append(append(h.Ops, injected(inj)...), p.Faults.Windows()...)
+			h.Ops = append(append(h.Ops, inj.Windows()...), p.Faults.Windows()...)
 			return nil, SavePartial(p.Spec.Out, h, err)
 		}
 		return nil, err
@@ -109,21 +109,12 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 		return nil, EnvironmentError(err)
 	}
 	h := res.Recorder.History(hdr)
-	h.Ops = append(h.Ops, injected(inj)...)
+	h.Ops = append(h.Ops, inj.Windows()...)
 	history.SortByCall(h.Ops)
 	h.ResolveEffects(func(op *history.Op) (bool, bool) { return lookup(op.Key, op.Exec) })
 	o := &Outcome{History: h, DriverOpsPerSec: res.OpsPerSec(), Ledger: ledger.Stats(),
 		Duration: cfg.Duration, Clients: cfg.Clients, Replay: ReplayCommand(p.Spec, cfg)}
 	return p.Finish(o)
-}
-
-// injected returns the fault windows inj recorded, as history ops.
-func injected(inj *chaos.Injector) []history.Op {
-	var ops []history.Op
-	for _, w := range inj.Windows() {
-		ops = append(ops, history.Fault(w.Label, w.Start, w.End).OnKey(w.Key, uint64(w.Token)))
-	}
-	return ops
 }
 
 // openSink opens the run's sink: the engine's transactional sink, or an

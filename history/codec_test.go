@@ -25,7 +25,8 @@ func sampleHistory() *History {
 			{Kind: KindEffect, Client: 1, Worker: 2, Key: "k1", Call: 120, Return: 130, Token: 3, Exec: "e1", Applied: true},
 			{Kind: KindEffect, Client: 2, Worker: 3, Key: "k1", Call: 140, Return: NoReturn, Token: 4, Outcome: Unknown},
 			{Kind: KindCall, Client: 2, Key: "k1", Call: 150, Return: NoReturn, Outcome: Unknown, Err: "context deadline exceeded"},
-			{Kind: KindFault, Client: -1, Call: 160, Return: 170, Label: `crash "after-effect" <&> é`},
+			{Kind: KindFault, Client: -1, Call: 160, Return: 170, Fault: FaultCrash, Label: `crash "after-effect" <&> é`},
+			{Kind: KindFault, Client: -1, Worker: -1, Call: 165, Return: NoReturn, Fault: FaultDropReplies, Err: "proxy gone"},
 			{Kind: KindCall, Client: 3, Key: "k\u00e9\n\"x", Call: 300, Return: 310, Outcome: Replayed, Resp: "abcd", Probe: true},
 			{Kind: KindCall, Client: -5, Key: "k2", Call: -3, Return: -1, Outcome: Mismatch, Token: 1<<64 - 1},
 			{Kind: KindLease, Client: 1, Worker: 2, Key: "k1", Call: 95, Return: 99, Token: 3, Exec: "e1", Transition: TransitionAcquired},
@@ -103,6 +104,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"header not json", "hello\n", "line 1"},
 		{"unknown op field", hdr + good + `{"kind":"call","client":1,"worker":0,"call":1,"ret":2,"outcome":"error","extra":1}` + "\n", `line 3: json: unknown field "extra"`},
 		{"unknown kind", hdr + `{"kind":"probe","client":1,"worker":0,"call":1,"ret":2}` + "\n", `line 2: history: unknown kind "probe"`},
+		{"unknown fault kind", hdr + `{"kind":"fault","client":-1,"worker":-1,"call":1,"ret":2,"fault":"flood"}` + "\n", `line 2: history: fault op of unknown kind "flood"`},
+		{"fault kind on a call", hdr + `{"kind":"call","client":1,"worker":0,"call":1,"ret":2,"outcome":"error","fault":"crash"}` + "\n", "line 2: history: call op with a fault kind"},
 		{"unknown outcome", hdr + `{"kind":"call","client":1,"worker":0,"call":1,"ret":2,"outcome":"timeout"}` + "\n", `line 2: history: unknown outcome "timeout"`},
 		{"invalid op", hdr + good + good + `{"kind":"call","client":1,"worker":0,"call":5,"ret":2,"outcome":"error"}` + "\n", "line 4: history: call op returns at 2 before its call at 5"},
 		{"empty line", hdr + "\n" + good, "line 2: empty line"},
@@ -143,6 +146,29 @@ func TestDecodeAcceptsOtherJSONSpellings(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, h.Ops); diff != "" {
 		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecodeFaultWithoutKind: a history written before fault ops carried
+// their kind still decodes; its faults have the zero kind and count as
+// "other".
+func TestDecodeFaultWithoutKind(t *testing.T) {
+	in := `{"format":"idembench-history","version":1,"seed":3,"start":"0001-01-01T00:00:00Z"}` + "\n" +
+		`{"kind":"fault","client":-1,"worker":-1,"call":5,"ret":9,"label":"net partition"}` + "\n" +
+		`{"kind":"fault","client":-1,"worker":-1,"call":6,"ret":6,"fault":"crash","label":"crash at before-fn"}` + "\n"
+	h, err := Decode(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Op{
+		{Kind: KindFault, Client: -1, Worker: -1, Call: 5, Return: 9, Label: "net partition"},
+		Fault(FaultCrash, "crash at before-fn", 6, 6),
+	}
+	if diff := cmp.Diff(want, h.Ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	if got := CountFaults(h.Ops).String(); got != "crash 1, other 1" {
+		t.Errorf("CountFaults = %q, want %q", got, "crash 1, other 1")
 	}
 }
 

@@ -109,6 +109,10 @@ func AppendOp(b []byte, op *Op) []byte {
 	if op.Probe {
 		b = append(b, `,"probe":true`...)
 	}
+	if op.Fault != "" {
+		b = append(b, `,"fault":`...)
+		b = appendString(b, string(op.Fault))
+	}
 	if op.Label != "" {
 		b = append(b, `,"label":`...)
 		b = appendString(b, op.Label)

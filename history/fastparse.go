@@ -44,7 +44,7 @@ func parseOpFast(b []byte, op *Op) bool {
 }
 
 var fieldNames = [...]string{"kind", "client", "worker", "key", "req", "attempt", "fp", "call", "ret",
-	"intended", "outcome", "token", "resp", "exec", "applied", "probe", "label", "err",
+	"intended", "outcome", "token", "resp", "exec", "applied", "probe", "fault", "label", "err",
 	"transition", "prev_token"}
 
 func fieldIndex(name []byte) int {
@@ -194,6 +194,10 @@ func (p *fastParser) field(f int, op *Op) bool {
 		op.Resp, ok = p.strField()
 	case "exec":
 		op.Exec, ok = p.strField()
+	case "fault":
+		var s string
+		s, ok = p.strField()
+		op.Fault = FaultKind(s)
 	case "label":
 		op.Label, ok = p.strField()
 	case "err":

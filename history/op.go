@@ -207,6 +207,10 @@ type Op struct {
 	Applied bool `json:"applied,omitempty"`
 	// Probe marks a call made by the end-of-run liveness probe.
 	Probe bool `json:"probe,omitempty"`
+	// Fault is what a fault op did (FaultCrash, FaultPartition, ...);
+	// empty on the other kinds, and on the fault ops of histories written
+	// before kinds were recorded.
+	Fault FaultKind `json:"fault,omitempty"`
 	// Label describes a fault ("pause client 3", "crash after-effect"), or
 	// annotates any op for humans.
 	Label string `json:"label,omitempty"`
@@ -230,7 +234,8 @@ func (op *Op) Pending() bool { return op.Outcome == Unknown || op.Return == NoRe
 // not probes; faults have OutcomeNone, Applied false and Probe false; lease
 // ops carry a known Transition, no outcome, and a PrevToken only on a
 // take-over (or the recovery after one); only lease ops carry a Transition
-// or a PrevToken.
+// or a PrevToken; only fault ops carry a Fault kind, and it is one of
+// FaultKinds (or empty, in an old history).
 func (op *Op) Validate() error {
 	if op.Return < op.Call {
 		return fmt.Errorf("history: %s op returns at %d before its call at %d", op.Kind, op.Return, op.Call)
@@ -240,6 +245,9 @@ func (op *Op) Validate() error {
 	}
 	if op.Kind != KindLease && (op.Transition != "" || op.PrevToken != 0) {
 		return fmt.Errorf("history: %s op with a lease transition or prev_token", op.Kind)
+	}
+	if op.Kind != KindFault && op.Fault != "" {
+		return fmt.Errorf("history: %s op with a fault kind", op.Kind)
 	}
 	switch op.Kind {
 	case KindCall:
@@ -262,6 +270,9 @@ func (op *Op) Validate() error {
 	case KindFault:
 		if op.Outcome != OutcomeNone || op.Applied || op.Probe {
 			return errors.New("history: fault op with outcome, applied or probe set")
+		}
+		if op.Fault != "" && !op.Fault.Valid() {
+			return fmt.Errorf("history: fault op of unknown kind %q (want %s)", op.Fault, JoinFaultKinds(FaultKinds))
 		}
 	case KindLease:
 		return op.validateLease()

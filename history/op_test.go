@@ -66,6 +66,9 @@ func TestOpValidate(t *testing.T) {
 		{"effect with call outcome", func(op *Op) { op.Kind = KindEffect }, "effect op with outcome executed"},
 		{"effect probe", func(op *Op) { op.Kind, op.Outcome, op.Probe = KindEffect, OutcomeNone, true }, "probe"},
 		{"fault with outcome", func(op *Op) { op.Kind = KindFault }, "fault op"},
+		{"valid fault of a kind", func(op *Op) { *op = Fault(FaultPartition, "net partition", 1, 2) }, ""},
+		{"fault of an unknown kind", func(op *Op) { *op = Fault("flood", "", 1, 2) }, `unknown kind "flood"`},
+		{"fault kind on a call", func(op *Op) { op.Fault = FaultCrash }, "call op with a fault kind"},
 		{"bad outcome", func(op *Op) { op.Outcome = numOutcomes }, "invalid outcome"},
 		{"valid grant", func(op *Op) {
 			*op = Op{Kind: KindLease, Key: "k", Call: 1, Return: 2, Token: 3, Transition: TransitionAcquired}

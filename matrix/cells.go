@@ -6,10 +6,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/backendfault"
-	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/history"
 )
 
 // Servers are the private servers the restart cells crash (and the other
@@ -36,7 +37,7 @@ const (
 // that the completion's write never reaches the server (with drop-replies
 // it is applied and the retry replays it: measured, the Redis cells
 // missed).
-const aimKind = netfault.KindPartition
+const aimKind = history.FaultPartition
 
 // aimDown is how long the aimed crash after an effect keeps the server
 // down: past the client's retries of the completion.
@@ -45,12 +46,12 @@ const aimDown = time.Second
 // netFaults is the network column's schedule for traffic of length d.
 func netFaults(d time.Duration) *backendfault.Plan {
 	frac := func(f float64) time.Duration { return time.Duration(f * float64(d)) }
-	p := &backendfault.Plan{ClientTimeout: 300 * time.Millisecond, Net: []netfault.Timed{
-		{Fault: netfault.Fault{Kind: netfault.KindLatency, Latency: 20 * time.Millisecond, Jitter: 10 * time.Millisecond}, At: frac(0.1), For: frac(0.1)},
-		{Fault: netfault.Fault{Kind: netfault.KindDropReplies}, At: frac(0.3), For: 400 * time.Millisecond},
-		{Fault: netfault.Fault{Kind: netfault.KindReset}, At: frac(0.55), For: 100 * time.Millisecond},
-		{Fault: netfault.Fault{Kind: netfault.KindPartition}, At: frac(0.7), For: 300 * time.Millisecond},
-	}, Aim: &backendfault.Aim{Fault: netfault.Fault{Kind: aimKind}, For: time.Second}}
+	p := &backendfault.Plan{ClientTimeout: 300 * time.Millisecond, Faults: []chaos.Fault{
+		{Kind: history.FaultLatency, Latency: 20 * time.Millisecond, Jitter: 10 * time.Millisecond, Start: frac(0.1), Duration: frac(0.1)},
+		{Kind: history.FaultDropReplies, Start: frac(0.3), Duration: 400 * time.Millisecond},
+		{Kind: history.FaultReset, Start: frac(0.55), Duration: 100 * time.Millisecond},
+		{Kind: history.FaultPartition, Start: frac(0.7), Duration: 300 * time.Millisecond},
+	}, Aim: &chaos.Fault{Kind: aimKind, Point: chaos.AimPoint, Duration: time.Second}}
 	p.ReplayArgs = p.Args(false)
 	return p
 }
@@ -59,8 +60,12 @@ func netFaults(d time.Duration) *backendfault.Plan {
 // Redis with an always-fsynced AOF.
 func restarts(srv backendfault.Server, label string, aof bool) func(time.Duration) *backendfault.Plan {
 	return func(d time.Duration) *backendfault.Plan {
-		p := &backendfault.Plan{Server: srv, RestartLabel: label, AimRestart: aimDown,
-			Restarts: []time.Duration{time.Duration(0.35 * float64(d)), time.Duration(0.7 * float64(d))}}
+		p := &backendfault.Plan{Server: srv, RestartLabel: label,
+			Faults: []chaos.Fault{
+				{Kind: history.FaultRestart, Start: time.Duration(0.35 * float64(d))},
+				{Kind: history.FaultRestart, Start: time.Duration(0.7 * float64(d))},
+			},
+			Aim: &chaos.Fault{Kind: history.FaultRestart, Point: chaos.AimPoint, Duration: aimDown}}
 		p.ReplayArgs = p.Args(aof)
 		return p
 	}

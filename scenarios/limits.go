@@ -181,7 +181,7 @@ func (m nodes) finiteIn(path string, x, lo, hi float64) error {
 
 // checkFault checks the limits of fault i at a run of duration d: the pause
 // length, a finite probability and window, and the count limits of chaos.
-func (m nodes) checkFault(i int, f *Fault, d time.Duration) error {
+func (m nodes) checkFault(i int, f *chaos.Fault, d time.Duration) error {
 	p := "faults[" + strconv.Itoa(i) + "]"
 	if f.Duration > MaxPause {
 		return m.errAt(p+".duration", "%s is above the limit of %s", f.Duration, MaxPause)
@@ -189,7 +189,7 @@ func (m nodes) checkFault(i int, f *Fault, d time.Duration) error {
 	if f.Count > chaos.MaxCount {
 		return m.errAt(p+".count", "%d is above the limit of %d", f.Count, chaos.MaxCount)
 	}
-	s := Scenario{Faults: []Fault{*f}}
+	s := Scenario{Duration: d, Faults: []chaos.Fault{*f}}
 	if _, err := chaos.New(s.ChaosConfig(1, d)); errors.Is(err, chaos.ErrLimit) {
 		return m.errAt(p+".count", "%v (at the scenario's duration %s)", strings.TrimPrefix(err.Error(), "fault 1: "), d)
 	}
@@ -221,9 +221,10 @@ const MaxCheckTimeout = time.Hour
 // "duration", "check timeout").
 func (s *Scenario) Apply(o Overrides) (*Scenario, error) {
 	c := *s
-	c.Faults = append([]Fault(nil), s.Faults...)
+	c.Faults = slices.Clone(s.Faults)
 	if o.Duration != nil {
 		c.Duration = *o.Duration
+		c.Faults = scaleFaults(s.Faults, s.Duration, c.Duration)
 	}
 	if o.Clients != nil {
 		if *o.Clients < 1 {

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/yamldur"
 	"github.com/idembench/idembench/workload"
 )
@@ -261,7 +262,7 @@ func (f *file) scenario(source string, m nodes) (*Scenario, error) {
 	}
 	for i := range f.Faults {
 		p := "faults[" + strconv.Itoa(i) + "]"
-		ff, err := f.Faults[i].fault(m, p)
+		ff, err := f.Faults[i].fault(m, p, s.Duration)
 		if err != nil {
 			return nil, err
 		}
@@ -273,15 +274,20 @@ func (f *file) scenario(source string, m nodes) (*Scenario, error) {
 	return s, nil
 }
 
-// fault converts fault entry p of the file.
-func (y *faultYML) fault(m nodes, p string) (Fault, error) {
-	f := Fault{Fault: chaos.Fault{
-		Kind:        chaos.Kind(y.Kind),
+// fault converts fault entry p of the file for a run of length d: its
+// window, fractions of the traffic phase in the file, becomes Start and
+// End at d. The engine injects crashes and pauses only.
+func (y *faultYML) fault(m nodes, p string, d time.Duration) (chaos.Fault, error) {
+	f := chaos.Fault{
 		Count:       y.Count,
 		Probability: y.Probability,
 		Duration:    y.Duration.D,
 		ThenFail:    y.ThenFail,
-	}}
+	}
+	var err error
+	if f.Kind, err = history.ParseFaultKind(y.Kind, history.FaultCrash, history.FaultPause); err != nil {
+		return f, m.errAt(p+".kind", "%v", err)
+	}
 	if y.Point != "" {
 		pt, err := chaos.ParsePoint(y.Point)
 		if err != nil {
@@ -289,20 +295,25 @@ func (y *faultYML) fault(m nodes, p string) (Fault, error) {
 		}
 		f.Point = pt
 	}
+	from, until := 0.0, 1.0
 	switch len(y.Window) {
 	case 0:
 	case 2:
-		f.From, f.Until = y.Window[0], y.Window[1]
-		if !(f.From >= 0 && f.Until <= 1 && f.Until > f.From) { // also false for NaN
+		from, until = y.Window[0], y.Window[1]
+		if !(from >= 0 && until <= 1 && until > from) { // also false for NaN
 			return f, m.errAt(p+".window", "want [from, until] with 0 <= from < until <= 1, got %v", y.Window)
 		}
 	default:
 		return f, m.errAt(p+".window", "want two fractions [from, until], got %d values", len(y.Window))
 	}
+	f.Start, f.End = time.Duration(from*float64(d)), time.Duration(until*float64(d))
+	if f.End <= f.Start {
+		f.End = f.Start + 1
+	}
 	if math.IsNaN(f.Probability) || math.IsInf(f.Probability, 0) {
 		return f, m.errAt(p+".probability", "%g is not a finite number", f.Probability)
 	}
-	if err := f.Fault.Validate(0); err != nil {
+	if err := f.Validate(0); err != nil {
 		return f, m.errAt(p, "%v", err)
 	}
 	return f, nil

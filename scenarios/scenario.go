@@ -55,6 +55,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/idembench/idembench/chaos"
@@ -85,9 +86,12 @@ type Scenario struct {
 	Batch    int
 	Retry    workload.Retry
 	Business workload.Business
-	// Faults is the fault schedule, with windows as fractions of the
-	// traffic phase so that it scales with the duration.
-	Faults []Fault
+	// Faults is the fault schedule of the engine: crashes and pauses,
+	// with their windows at the scenario's Duration. The YAML gives each
+	// window as fractions of the traffic phase ([from, until]), so it
+	// scales with the duration: ChaosConfig and Apply rescale them to
+	// another one.
+	Faults []chaos.Fault
 	// Thresholds are the scenario's performance limits; a run that misses
 	// one exits 4. The command line overrides them one by one.
 	Thresholds Thresholds
@@ -106,15 +110,6 @@ type Thresholds struct {
 	// MaxErrorRate is the highest acceptable fraction of calls that end
 	// without a final answer, between 0 and 1.
 	MaxErrorRate float64
-}
-
-// Fault is a fault of the schedule whose window is given as fractions of
-// the run's traffic phase.
-type Fault struct {
-	chaos.Fault
-	// From and Until bound the window, as fractions in [0, 1] of the
-	// traffic duration (Until zero means 1).
-	From, Until float64
 }
 
 // Workload returns the workload configuration of the scenario for a run of
@@ -138,26 +133,32 @@ func (s *Scenario) Workload(d time.Duration) workload.Config {
 }
 
 // ChaosConfig returns the fault schedule for a run of duration d (zero
-// means the scenario's Duration), for chaos.New. Now is the caller's.
+// means the scenario's Duration), for chaos.New: each window scaled from
+// the scenario's Duration to d. Now is the caller's.
 func (s *Scenario) ChaosConfig(seed int64, d time.Duration) chaos.Config {
 	if d <= 0 {
 		d = s.Duration
 	}
-	cfg := chaos.Config{Seed: seed, RunFor: d}
-	for _, f := range s.Faults {
-		cf := f.Fault
-		cf.Start = time.Duration(f.From * float64(d))
-		until := f.Until
-		if until == 0 {
-			until = 1
-		}
-		cf.End = time.Duration(until * float64(d))
-		if cf.End <= cf.Start {
-			cf.End = cf.Start + 1
-		}
-		cfg.Faults = append(cfg.Faults, cf)
+	return chaos.Config{Seed: seed, RunFor: d, Faults: scaleFaults(s.Faults, s.Duration, d)}
+}
+
+// scaleFaults returns faults with their windows, set for a run of length
+// from, scaled to a run of length to; a window keeps at least 1ns. The
+// same lengths give the same windows.
+func scaleFaults(faults []chaos.Fault, from, to time.Duration) []chaos.Fault {
+	out := slices.Clone(faults)
+	if from == to || from <= 0 {
+		return out
 	}
-	return cfg
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / float64(from) * float64(to)) }
+	for i := range out {
+		f := &out[i]
+		f.Start, f.End = scale(f.Start), scale(f.End)
+		if f.End <= f.Start {
+			f.End = f.Start + 1
+		}
+	}
+	return out
 }
 
 // String returns the scenario's name and source.

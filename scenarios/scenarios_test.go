@@ -81,7 +81,7 @@ thresholds: {max_p99: 40ms, min_throughput: 500, max_error_rate: 0.02}
 	if s.Engine.Heartbeat >= 0 || s.Engine.ConflictWait != 50*time.Millisecond || s.Keys.Space != 10 {
 		t.Fatalf("engine/keys not loaded: %+v", s)
 	}
-	if len(s.Faults) != 2 || s.Faults[1].Point != idem.PointAfterFn || s.Faults[0].From != 0.2 {
+	if len(s.Faults) != 2 || s.Faults[1].Point != idem.PointAfterFn || s.Faults[0].Start != 400*time.Millisecond || s.Faults[0].End != time.Second {
 		t.Fatalf("faults not loaded: %+v", s.Faults)
 	}
 	if want := (scenarios.Thresholds{MaxP99: 40 * time.Millisecond, MinThroughput: 500, MaxErrorRate: 0.02}); s.Thresholds != want {
@@ -90,6 +90,24 @@ thresholds: {max_p99: 40ms, min_throughput: 500, max_error_rate: 0.02}
 	cc := s.ChaosConfig(1, 10*time.Second)
 	if cc.Faults[0].Start != 2*time.Second || cc.Faults[0].End != 5*time.Second {
 		t.Fatalf("window not scaled: %+v", cc.Faults[0])
+	}
+	if s.Faults[0].Start != 400*time.Millisecond {
+		t.Fatalf("ChaosConfig changed the scenario's faults: %+v", s.Faults[0])
+	}
+	d := 20 * time.Second
+	longer, err := s.Apply(scenarios.Overrides{Duration: &d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := longer.Faults[0]; f.Start != 4*time.Second || f.End != 10*time.Second || longer.ChaosConfig(1, 0).Faults[0] != f {
+		t.Fatalf("--duration 20s: window %s..%s, want 4s..10s", f.Start, f.End)
+	}
+	bad := strings.Replace(src, "kind: crash", "kind: partition", 1)
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenarios.Load(path); err == nil || !strings.Contains(err.Error(), "faults[1].kind") || !strings.Contains(err.Error(), "want crash, pause") {
+		t.Fatalf("a network fault in a scenario: %v, want an error naming faults[1].kind", err)
 	}
 	if _, err := scenarios.Load("no-such-scenario"); err == nil || !strings.Contains(err.Error(), "default") {
 		t.Fatalf("unknown name: %v (want the list of built-ins)", err)

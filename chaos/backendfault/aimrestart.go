@@ -19,12 +19,13 @@ type killer interface {
 // restartHook crashes the private server once, from the engine hook at
 // idem.PointAfterFn of the first execution that reaches it while the
 // schedule runs (its effect happened, its completion is not written), and
-// starts it again AimRestart later, so the completion's write meets the
-// dead server.
+// starts it again the aimed fault's Duration later, so the completion's
+// write meets the dead server.
 func (e *env) restartHook(k killer) idem.Hook {
 	var fired atomic.Bool
+	a := e.plan.Aim
 	return func(ctx context.Context, p idem.Point, l idem.Lease) error {
-		if p != idem.PointAfterFn || !e.running.Load() || !fired.CompareAndSwap(false, true) {
+		if p != a.Point || !e.running.Load() || !fired.CompareAndSwap(false, true) {
 			return nil
 		}
 		start := history.Now()
@@ -33,16 +34,10 @@ func (e *env) restartHook(k killer) idem.Hook {
 			return nil
 		}
 		e.aimWG.Go(func() {
-			time.Sleep(e.plan.AimRestart)
+			time.Sleep(a.Duration)
 			err := e.plan.Server.Restart(context.Background())
-			label := e.plan.RestartLabel
-			if label == "" {
-				label = "restart backend"
-			}
-			op := history.Fault(label+", aimed after the effect of "+l.Key, start, history.Now()).OnKey(l.Key, uint64(l.Token))
-			e.mu.Lock()
-			e.windows = append(e.windows, op)
-			e.mu.Unlock()
+			label := e.plan.restartLabel() + ", aimed after the effect of " + l.Key
+			e.record(history.Fault(history.FaultRestart, label, start, history.Now()).OnKey(l.Key, uint64(l.Token)))
 			if err != nil {
 				e.fail(fmt.Errorf("aimed restart: %w", err))
 			}

@@ -29,14 +29,19 @@ func Open(ctx context.Context, p *Plan, url string, seed int64) (Env, string, er
 	if !p.Active() {
 		return None{}, url, nil
 	}
+	if err := p.validate(); err != nil {
+		return nil, url, err
+	}
+	restarts := len(p.Restarts()) > 0 || p.aimed(history.FaultRestart)
 	if p.Server != nil {
 		url = p.Server.URL()
-	} else if len(p.Restarts) > 0 {
+	} else if restarts {
 		return nil, url, fmt.Errorf("%w: backend restarts need a private server", ErrPlan)
 	}
 	e := &env{plan: p}
+	hasNet := len(p.Network()) > 0
 	if p.Failover != nil {
-		if p.Server != nil || len(p.Net) > 0 {
+		if p.Server != nil || hasNet || p.Aim != nil {
 			return nil, url, fmt.Errorf("%w: a failover goes with no other backend fault", ErrPlan)
 		}
 		url, e.hook = p.Failover.URL, e.failoverHook()
@@ -44,20 +49,20 @@ func Open(ctx context.Context, p *Plan, url string, seed int64) (Env, string, er
 			e.hook = e.afterEffectHook(st)
 		}
 	}
-	if p.AimRestart > 0 {
+	if p.aimed(history.FaultRestart) {
 		k, ok := p.Server.(killer)
-		if !ok || p.Aim != nil || p.Failover != nil {
-			return nil, url, fmt.Errorf("%w: an aimed restart needs a private server that can be killed, and no other aim", ErrPlan)
+		if !ok {
+			return nil, url, fmt.Errorf("%w: an aimed restart needs a private server that can be killed", ErrPlan)
 		}
 		e.hook = e.restartHook(k)
 	}
-	if p.Aim != nil {
-		if p.Failover != nil || len(p.Net) == 0 {
-			return nil, url, fmt.Errorf("%w: an aimed network fault needs network faults and no failover", ErrPlan)
+	if p.Aim != nil && p.Aim.Kind.Network() {
+		if !hasNet {
+			return nil, url, fmt.Errorf("%w: an aimed network fault needs network faults (the proxy it switches)", ErrPlan)
 		}
 		e.hook = e.aimHook()
 	}
-	if len(p.Net) == 0 {
+	if !hasNet {
 		return e, url, nil
 	}
 	u, err := neturl.Parse(url)
@@ -108,12 +113,13 @@ type event struct {
 
 func (e *env) events() []event {
 	var evs []event
-	for _, at := range e.plan.Restarts {
-		evs = append(evs, event{at, e.restart})
-	}
-	for _, w := range e.plan.Net {
-		evs = append(evs, event{w.At, func(context.Context) error { return e.proxy.On(w.Fault) }})
-		evs = append(evs, event{w.At + w.For, func(context.Context) error { return e.proxy.Off(w.Fault.Kind) }})
+	for _, f := range e.plan.Faults {
+		if f.Kind == history.FaultRestart {
+			evs = append(evs, event{f.Start, e.restart})
+			continue
+		}
+		evs = append(evs, event{f.Start, func(context.Context) error { return e.proxy.On(f) }})
+		evs = append(evs, event{f.Start + f.Duration, func(context.Context) error { return e.proxy.Off(f.Kind) }})
 	}
 	slices.SortStableFunc(evs, func(a, b event) int { return int(a.at - b.at) })
 	return evs
@@ -171,16 +177,25 @@ func (e *env) fail(err error) {
 // restart crashes the private server and starts it again, recording the
 // window it was down.
 func (e *env) restart(ctx context.Context) error {
-	label := e.plan.RestartLabel
-	if label == "" {
-		label = "restart backend"
-	}
 	start := history.Now()
 	err := e.plan.Server.Restart(ctx)
-	e.mu.Lock()
-	e.windows = append(e.windows, history.Fault(label, start, history.Now()))
-	e.mu.Unlock()
+	e.record(history.Fault(history.FaultRestart, e.plan.restartLabel(), start, history.Now()))
 	return err
+}
+
+// restartLabel is RestartLabel, or "restart backend".
+func (p *Plan) restartLabel() string {
+	if p.RestartLabel == "" {
+		return "restart backend"
+	}
+	return p.RestartLabel
+}
+
+// record keeps one fault window.
+func (e *env) record(op history.Op) {
+	e.mu.Lock()
+	e.windows = append(e.windows, op)
+	e.mu.Unlock()
 }
 
 func (e *env) Windows() []history.Op {
@@ -188,13 +203,7 @@ func (e *env) Windows() []history.Op {
 	out := slices.Clone(e.windows)
 	e.mu.Unlock()
 	if e.proxy != nil {
-		for _, w := range e.proxy.Windows() {
-			end := w.End
-			if w.Open {
-				end = history.Now()
-			}
-			out = append(out, history.Fault("net "+w.Label, w.Start, end))
-		}
+		out = append(out, e.proxy.Windows()...)
 	}
 	return out
 }

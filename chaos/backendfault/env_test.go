@@ -7,21 +7,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/backendfault"
-	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 )
 
 func TestOpenRejectsBadPlans(t *testing.T) {
+	reset := chaos.Fault{Kind: history.FaultReset, Duration: time.Second}
+	aimed := chaos.Fault{Kind: history.FaultPartition, Point: chaos.AimPoint, Duration: time.Second}
 	cases := []struct {
 		name string
 		plan backendfault.Plan
 		url  string
 	}{
-		{"restarts without a server", backendfault.Plan{Restarts: []time.Duration{time.Second}}, "redis://127.0.0.1:6379/0"},
-		{"network fault without a host", backendfault.Plan{Net: []netfault.Timed{{Fault: netfault.Fault{Kind: netfault.KindReset}, For: time.Second}}}, "memory"},
-		{"network fault on an unknown scheme", backendfault.Plan{Net: []netfault.Timed{{Fault: netfault.Fault{Kind: netfault.KindReset}, For: time.Second}}}, "mongo://db"},
+		{"restarts without a server", backendfault.Plan{Faults: []chaos.Fault{{Kind: history.FaultRestart, Start: time.Second}}}, "redis://127.0.0.1:6379/0"},
+		{"network fault without a host", backendfault.Plan{Faults: []chaos.Fault{reset}}, "memory"},
+		{"network fault on an unknown scheme", backendfault.Plan{Faults: []chaos.Fault{reset}}, "mongo://db"},
+		{"crash in the engine", backendfault.Plan{Faults: []chaos.Fault{{Kind: history.FaultCrash, Count: 1}}}, "redis://127.0.0.1:6379/0"},
+		{"aimed fault at an offset", backendfault.Plan{Faults: []chaos.Fault{reset}, Aim: &reset}, "redis://127.0.0.1:6379/0"},
+		{"timed fault with a point", backendfault.Plan{Faults: []chaos.Fault{aimed}}, "redis://127.0.0.1:6379/0"},
+		{"aimed network fault without a proxy", backendfault.Plan{Aim: &aimed}, "redis://127.0.0.1:6379/0"},
+		{"failover with an aim", backendfault.Plan{Failover: &backendfault.Failover{}, Aim: &aimed}, "redis://127.0.0.1:6379/0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -44,7 +51,7 @@ func TestOpenRejectsBadPlans(t *testing.T) {
 // its window.
 func TestNetworkWindowsRecorded(t *testing.T) {
 	redisURL := testenv.RedisURL(t)
-	plan := &backendfault.Plan{Net: []netfault.Timed{{Fault: netfault.Fault{Kind: netfault.KindPartition}, At: 20 * time.Millisecond, For: 50 * time.Millisecond}}}
+	plan := &backendfault.Plan{Faults: []chaos.Fault{{Kind: history.FaultPartition, Start: 20 * time.Millisecond, Duration: 50 * time.Millisecond}}}
 	env, url, err := backendfault.Open(context.Background(), plan, redisURL, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +71,7 @@ func TestNetworkWindowsRecorded(t *testing.T) {
 	if len(ws) != 1 || ws[0].Label != "net partition" || ws[0].Call < t0 || ws[0].Return <= ws[0].Call {
 		t.Fatalf("windows %+v", ws)
 	}
-	if ws[0].Kind != history.KindFault || ws[0].Worker != -1 {
+	if ws[0].Kind != history.KindFault || ws[0].Fault != history.FaultPartition || ws[0].Worker != -1 {
 		t.Fatalf("window is not a fault op: %+v", ws[0])
 	}
 }

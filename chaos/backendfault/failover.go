@@ -5,11 +5,9 @@ import (
 	"fmt"
 	neturl "net/url"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
@@ -225,11 +223,9 @@ func (e *env) failoverHook() idem.Hook {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		op, err := e.plan.Failover.Topology.Failover(fctx, l.Key)
-		e.mu.Lock()
 		if op.Kind != 0 {
-			e.windows = append(e.windows, op)
+			e.record(op)
 		}
-		e.mu.Unlock()
 		if err != nil {
 			e.fail(fmt.Errorf("failover %s: %w", e.plan.Failover.Kind, err))
 		}
@@ -269,15 +265,13 @@ func (e *env) afterEffectHook(st servers.StepFailover) idem.Hook {
 			defer cancel()
 			promoted, err := st.Promote(fctx)
 			label := fmt.Sprintf("failover %s: %s right after the effect of %s", e.plan.Failover.Kind, killed, l.Key)
-			op := history.Fault(label+", "+promoted, start, history.Now()).OnKey(l.Key, uint64(l.Token))
+			op := history.Fault(history.FaultFailover, label+", "+promoted, start, history.Now()).OnKey(l.Key, uint64(l.Token))
 			if err != nil {
-				op = history.Fault(label, start, history.NoReturn).OnKey(l.Key, uint64(l.Token))
+				op = history.Fault(history.FaultFailover, label, start, history.NoReturn).OnKey(l.Key, uint64(l.Token))
 				op.Err = err.Error()
 				e.fail(fmt.Errorf("failover %s: %w", e.plan.Failover.Kind, err))
 			}
-			e.mu.Lock()
-			e.windows = append(e.windows, op)
-			e.mu.Unlock()
+			e.record(op)
 		})
 		return nil
 	}
@@ -288,48 +282,25 @@ func (e *env) Hook() idem.Hook {
 	return e.hook
 }
 
-// Aim is a network fault aimed at one execution: switched on from the
-// engine hook at idem.PointAfterFn (the effect happened, the completion is
-// not written) of the first execution that reaches it while the schedule
-// runs, and off For later, so the completion's write goes into it.
-type Aim struct {
-	Fault netfault.Fault
-	For   time.Duration
-}
-
-// ParseAim parses KIND+LENGTH (e.g. partition+1s), the KIND of
-// netfault.ParseWindow's syntax and how long the aimed fault stays on.
-func ParseAim(s string) (*Aim, error) {
-	kind, length, ok := strings.Cut(s, "+")
-	if !ok || strings.Contains(kind, "@") {
-		return nil, fmt.Errorf("%w: aimed fault %q: want KIND+LENGTH (e.g. partition+1s)", ErrPlan, s)
-	}
-	w, err := netfault.ParseWindow(kind + "@0s+" + length)
-	if err != nil {
-		return nil, err
-	}
-	return &Aim{Fault: w.Fault, For: w.For}, nil
-}
-
-// String renders a in ParseAim's syntax.
-func (a Aim) String() string { return a.Fault.Spec() + "+" + a.For.String() }
-
-// aimHook fires p's Aim once.
+// aimHook switches p's aimed network fault on once, at the first execution
+// that reaches its Point while the schedule runs (the effect happened, the
+// completion is not written), and off its Duration later, so the
+// completion's write goes into it.
 func (e *env) aimHook() idem.Hook {
 	var fired atomic.Bool
-	a := e.plan.Aim
+	a := *e.plan.Aim
 	return func(ctx context.Context, p idem.Point, l idem.Lease) error {
-		if p != idem.PointAfterFn || !e.running.Load() || !fired.CompareAndSwap(false, true) {
+		if p != a.Point || !e.running.Load() || !fired.CompareAndSwap(false, true) {
 			return nil
 		}
-		if err := e.proxy.On(a.Fault); err != nil {
-			e.fail(fmt.Errorf("aimed %s: %w", a.Fault.Kind, err))
+		if err := e.proxy.On(a); err != nil {
+			e.fail(fmt.Errorf("aimed %s: %w", a.Kind, err))
 			return nil
 		}
 		e.aimWG.Go(func() {
-			time.Sleep(a.For)
-			if err := e.proxy.Off(a.Fault.Kind); err != nil {
-				e.fail(fmt.Errorf("aimed %s: %w", a.Fault.Kind, err))
+			time.Sleep(a.Duration)
+			if err := e.proxy.Off(a.Kind); err != nil {
+				e.fail(fmt.Errorf("aimed %s: %w", a.Kind, err))
 			}
 		})
 		return nil

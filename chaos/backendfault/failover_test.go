@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/backendfault"
-	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/internal/testenv"
@@ -80,7 +80,7 @@ func TestFailoverPlanErrors(t *testing.T) {
 			t.Fatalf("%s: %v %v", k, got, err)
 		}
 	}
-	plan := &backendfault.Plan{Failover: &backendfault.Failover{URL: "redis://x:1"}, Restarts: []time.Duration{time.Second}, Server: fakeServer{}}
+	plan := &backendfault.Plan{Failover: &backendfault.Failover{URL: "redis://x:1"}, Faults: []chaos.Fault{{Kind: history.FaultRestart, Start: time.Second}}, Server: fakeServer{}}
 	if _, _, err := backendfault.Open(context.Background(), plan, "redis://y:1", 1); !errors.Is(err, backendfault.ErrPlan) {
 		t.Fatalf("failover with restarts: %v, want ErrPlan", err)
 	}
@@ -97,8 +97,8 @@ func (fakeServer) Restart(context.Context) error { return nil }
 func TestAimFiresOnceAfterFn(t *testing.T) {
 	redisURL := testenv.RedisURL(t)
 	plan := &backendfault.Plan{
-		Net: []netfault.Timed{{Fault: netfault.Fault{Kind: netfault.KindLatency, Latency: time.Millisecond}, At: time.Hour, For: time.Second}},
-		Aim: &backendfault.Aim{Fault: netfault.Fault{Kind: netfault.KindPartition}, For: 50 * time.Millisecond},
+		Faults: []chaos.Fault{{Kind: history.FaultLatency, Latency: time.Millisecond, Start: time.Hour, Duration: time.Second}},
+		Aim:    &chaos.Fault{Kind: history.FaultPartition, Point: chaos.AimPoint, Duration: 50 * time.Millisecond},
 	}
 	env, _, err := backendfault.Open(context.Background(), plan, redisURL, 1)
 	if err != nil {
@@ -138,7 +138,8 @@ func TestAimedRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	plan := &backendfault.Plan{Server: srv, RestartLabel: label, AimRestart: 50 * time.Millisecond}
+	plan := &backendfault.Plan{Server: srv, RestartLabel: label,
+		Aim: &chaos.Fault{Kind: history.FaultRestart, Point: chaos.AimPoint, Duration: 50 * time.Millisecond}}
 	env, url, err := backendfault.Open(ctx, plan, "redis://127.0.0.1:6379/0", 1)
 	if err != nil || url != srv.URL() {
 		t.Fatalf("open: %v, url %q", err, url)
@@ -157,7 +158,7 @@ func TestAimedRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := env.Windows()
-	if len(ws) != 1 || !strings.Contains(ws[0].Label, "aimed") || ws[0].Key != "k" || ws[0].Return-ws[0].Call < int64(50*time.Millisecond) {
+	if len(ws) != 1 || ws[0].Fault != history.FaultRestart || !strings.Contains(ws[0].Label, "aimed") || ws[0].Key != "k" || ws[0].Return-ws[0].Call < int64(50*time.Millisecond) {
 		t.Fatalf("windows %+v, want one aimed restart of at least 50ms on k", ws)
 	}
 }
@@ -205,7 +206,7 @@ func TestFailoverAfterEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := env.Windows()
-	if len(ws) != 1 || ws[0].Key != "k1" || ws[0].Token != 7 || ws[0].Return <= ws[0].Call ||
+	if len(ws) != 1 || ws[0].Fault != history.FaultFailover || ws[0].Key != "k1" || ws[0].Token != 7 || ws[0].Return <= ws[0].Call ||
 		!strings.Contains(ws[0].Label, "right after the effect of k1") || !strings.Contains(ws[0].Label, "promoted") {
 		t.Fatalf("windows %+v, want one kill after the effect of k1 and its promotion", ws)
 	}

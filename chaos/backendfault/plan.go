@@ -3,8 +3,9 @@
 // faults on a proxy between the engine and the server (chaos/netfault), on
 // the traffic's clock, recording every window for the history.
 //
-// A Plan says what to inject; Open turns it into an Env for one run, which
-// the harness starts and stops with the traffic. Env is an interface so that
+// A Plan says what to inject, as chaos.Fault values (the one planned form
+// of a fault); Open turns it into an Env for one run, which the harness
+// starts and stops with the traffic. Env is an interface so that
 // other backend faults (a failover to a replica, ...) plug into the harness
 // the same way.
 package backendfault
@@ -12,10 +13,11 @@ package backendfault
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
-	"github.com/idembench/idembench/chaos/netfault"
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/history"
 )
 
@@ -63,23 +65,22 @@ type Plan struct {
 	// RestartLabel describes a restart in the history ("restart redis
 	// (SIGKILL)"); empty means "restart backend".
 	RestartLabel string
-	// Restarts are the offsets at which Server is crashed and restarted.
-	Restarts []time.Duration
-	// Net are network fault windows; a proxy goes in front of the server
-	// when there is any.
-	Net []netfault.Timed
+	// Faults are the faults timed at an offset of the traffic (their
+	// Start): restarts of Server (history.FaultRestart), and network
+	// faults, each on for its Duration on a proxy that goes in front of
+	// the server when there is any.
+	Faults []chaos.Fault
+	// Aim, when set, is one more fault, aimed: it fires once, from the
+	// engine hook, at the first execution that reaches its Point
+	// (chaos.AimPoint, right after an effect). A restart crashes Server
+	// there and starts it again Duration later; a network fault stays on
+	// for Duration, on the proxy of Faults, which it needs.
+	Aim *chaos.Fault
 	// Failover, when set, runs the store on a replicated topology (in
 	// place of the private single server) and fails its primary over once,
 	// aimed right after a completion; it goes with no other backend fault.
 	// The caller owns it.
 	Failover *Failover
-	// AimRestart, when positive, adds one aimed crash of Server: killed
-	// from the engine hook right after one execution's effect and started
-	// again this much later.
-	AimRestart time.Duration
-	// Aim, when set, is one more network fault, aimed at the completion
-	// of one execution; it needs Net (the proxy).
-	Aim *Aim
 	// ClientTimeout, when positive, replaces the scenario's client timeout,
 	// so that a call whose reply is lost ends as unknown and is retried.
 	ClientTimeout time.Duration
@@ -91,7 +92,69 @@ type Plan struct {
 // Active reports whether p injects anything or moves the store to a
 // private server. A nil plan is not active.
 func (p *Plan) Active() bool {
-	return p != nil && (p.Server != nil || len(p.Restarts) > 0 || len(p.Net) > 0 || p.Failover != nil || p.Aim != nil || p.AimRestart > 0)
+	return p != nil && (p.Server != nil || len(p.Faults) > 0 || p.Failover != nil || p.Aim != nil)
+}
+
+// Restarts returns the offsets at which p restarts its Server, in the
+// order of Faults.
+func (p *Plan) Restarts() []time.Duration {
+	var at []time.Duration
+	for _, f := range p.timed() {
+		if f.Kind == history.FaultRestart {
+			at = append(at, f.Start)
+		}
+	}
+	return at
+}
+
+// Network returns the network faults of Faults, in their order.
+func (p *Plan) Network() []chaos.Fault {
+	var net []chaos.Fault
+	for _, f := range p.timed() {
+		if f.Kind.Network() {
+			net = append(net, f)
+		}
+	}
+	return net
+}
+
+// KillsServer reports whether p's own faults kill its backend server: a
+// restart, timed or aimed, or a failover. A nil plan kills nothing.
+func (p *Plan) KillsServer() bool {
+	return p != nil && (len(p.Restarts()) > 0 || p.aimed(history.FaultRestart) || p.Failover != nil)
+}
+
+// aimed reports whether p's aimed fault is of kind k.
+func (p *Plan) aimed(k history.FaultKind) bool { return p != nil && p.Aim != nil && p.Aim.Kind == k }
+
+func (p *Plan) timed() []chaos.Fault {
+	if p == nil {
+		return nil
+	}
+	return p.Faults
+}
+
+// validate checks every fault of p: Faults are restarts or network
+// faults at an offset, Aim a restart or a network fault aimed at a point.
+func (p *Plan) validate() error {
+	for i := range p.Faults {
+		f := &p.Faults[i]
+		if err := f.Validate(0); err != nil {
+			return fmt.Errorf("%w: %w", ErrPlan, err)
+		}
+		if (f.Kind != history.FaultRestart && !f.Kind.Network()) || f.Aimed() {
+			return fmt.Errorf("%w: %s: a backend fault at an offset is a restart or a network fault", ErrPlan, f)
+		}
+	}
+	if a := p.Aim; a != nil {
+		if err := a.Validate(0); err != nil {
+			return fmt.Errorf("%w: aimed fault: %w", ErrPlan, err)
+		}
+		if (a.Kind != history.FaultRestart && !a.Kind.Network()) || a.Point != chaos.AimPoint || a.Duration <= 0 {
+			return fmt.Errorf("%w: aimed %s: an aimed backend fault is a restart or a network fault at %s, with a duration", ErrPlan, a.Kind, chaos.AimPoint)
+		}
+	}
+	return nil
 }
 
 // Env is the backend side of one run's faults. The harness calls Start
@@ -129,23 +192,23 @@ func (p *Plan) Args(aof bool) []string {
 	if p == nil {
 		return args
 	}
-	if len(p.Restarts) > 0 {
-		at := make([]string, len(p.Restarts))
-		for i, d := range p.Restarts {
+	if restarts := p.Restarts(); len(restarts) > 0 {
+		at := make([]string, len(restarts))
+		for i, d := range restarts {
 			at[i] = d.String()
 		}
 		args = append(args, "--restart-at", strings.Join(at, ","))
 	}
-	if aof && (len(p.Restarts) > 0 || p.AimRestart > 0) {
+	if aof && (len(p.Restarts()) > 0 || p.aimed(history.FaultRestart)) {
 		args = append(args, "--redis-persistence", "aof-always")
 	}
-	if p.AimRestart > 0 {
-		args = append(args, "--aim-restart", p.AimRestart.String())
+	if p.aimed(history.FaultRestart) {
+		args = append(args, "--aim-restart", p.Aim.Duration.String())
 	}
-	for _, w := range p.Net {
-		args = append(args, "--net-fault", w.String())
+	for _, f := range p.Network() {
+		args = append(args, "--net-fault", f.String())
 	}
-	if p.Aim != nil {
+	if p.Aim != nil && p.Aim.Kind.Network() {
 		args = append(args, "--aim-net", p.Aim.String())
 	}
 	if p.ClientTimeout > 0 {

@@ -1,6 +1,6 @@
 // Package netfault puts an embedded TCP fault proxy between the engine and
 // its backend (Redis, PostgreSQL) and injects the network faults of the
-// fault catalog (VERIFICATION.md): latency, reset, a reply lost after the
+// fault catalog (docs/design/verification.md): latency, reset, a reply lost after the
 // request was applied, and partition. It uses toxiproxy
 // (github.com/Shopify/toxiproxy/v2) as a library: no toxiproxy server and no
 // HTTP API run, and nothing is logged.
@@ -11,9 +11,10 @@
 //
 // # Faults
 //
-// Each fault is switched on by its method (or On with a Fault) and off by
-// Off(kind), by Heal (every fault), or by Inject, which holds one fault for
-// a duration. Faults of different kinds stack. "Upstream" below is the
+// Each fault is switched on by its method (or On with a chaos.Fault of one
+// of the network kinds of history.FaultKinds) and off by Off(kind), by
+// Heal (every fault), or by Inject, which holds one fault for its
+// Duration. Faults of different kinds stack. "Upstream" below is the
 // request direction (client to server), "downstream" the reply direction.
 //
 //   - Latency(d, jitter): every reply is delayed by d ± jitter, in order.
@@ -39,10 +40,11 @@
 //
 // # Fault windows
 //
-// Every fault that was on is recorded as a Window (kind, label, start, end)
-// on the clock of Options.Clock, so the harness can add the windows to its
-// history on the same timeline as the operations. Windows returns them in
-// the order the faults were switched on; a fault still on has Open set.
+// Every fault that was on is recorded as a fault op of the history
+// (history.Fault: its kind, a label, start and end) on the clock of
+// Options.Clock, so the harness adds the windows to its history on the
+// same timeline as the operations. Windows returns them in the order the
+// faults were switched on; a fault still on ends at history.NoReturn.
 // Changing the delay of an active latency fault ends its window and opens a
 // new one.
 //

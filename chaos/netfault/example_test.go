@@ -7,7 +7,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/netfault"
+	"github.com/idembench/idembench/history"
 )
 
 // A partition held for 100ms in front of a local echo server, with a fake
@@ -38,12 +40,12 @@ func ExampleProxy_Inject() {
 	}
 	defer p.Close()
 
-	err = p.Inject(context.Background(), netfault.Fault{Kind: netfault.KindPartition}, 100*time.Millisecond)
+	err = p.Inject(context.Background(), chaos.Fault{Kind: history.FaultPartition, Duration: 100 * time.Millisecond})
 	fmt.Println(err)
 	for _, w := range p.Windows() {
-		fmt.Printf("%s from %d to %d\n", w.Label, w.Start, w.End)
+		fmt.Printf("%s %s from %d to %d\n", w.Fault, w.Label, w.Call, w.Return)
 	}
 	// Output:
 	// <nil>
-	// partition from 1000 to 2000
+	// partition net partition from 1000 to 2000
 }

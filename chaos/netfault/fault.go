@@ -5,123 +5,75 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 )
 
-// Kind names a network fault.
-type Kind string
+// Kinds lists the fault kinds a Proxy injects, in a fixed order.
+var Kinds = []history.FaultKind{history.FaultLatency, history.FaultReset, history.FaultDropReplies, history.FaultPartition}
 
-// The network faults. The package doc says what each does to a request.
-const (
-	// KindLatency delays every reply by Fault.Latency ± Fault.Jitter.
-	KindLatency Kind = "latency"
-	// KindReset resets every connection as soon as a byte flows on it.
-	KindReset Kind = "reset"
-	// KindDropReplies lets requests reach the server and drops every reply.
-	KindDropReplies Kind = "drop-replies"
-	// KindPartition lets nothing pass in either direction.
-	KindPartition Kind = "partition"
-)
-
-// Kinds lists every Kind, in a fixed order.
-var Kinds = []Kind{KindLatency, KindReset, KindDropReplies, KindPartition}
-
-// Fault is one network fault to switch on.
-type Fault struct {
-	// Kind is the fault.
-	Kind Kind
-	// Latency is the delay added to each reply, for KindLatency only. It
-	// must be positive.
-	Latency time.Duration
-	// Jitter, for KindLatency only, makes each delay uniform in
-	// [Latency-Jitter, Latency+Jitter), drawn from the proxy's seeded
-	// generator. Zero means none; it must not exceed Latency.
-	Jitter time.Duration
-}
-
-// Validate reports the first rule f breaks, or nil.
-func (f Fault) Validate() error {
-	switch f.Kind {
-	case KindLatency:
-		switch {
-		case f.Latency <= 0:
-			return fmt.Errorf("netfault: latency %s: want a positive delay", f.Latency)
-		case f.Jitter < 0 || f.Jitter > f.Latency:
-			return fmt.Errorf("netfault: jitter %s: want between 0 and the latency %s", f.Jitter, f.Latency)
-		}
-	case KindReset, KindDropReplies, KindPartition:
-		if f.Latency != 0 || f.Jitter != 0 {
-			return fmt.Errorf("netfault: %s takes no latency or jitter", f.Kind)
-		}
-	default:
-		return fmt.Errorf("netfault: unknown fault kind %q (want one of %v)", f.Kind, Kinds)
+// validate checks that the proxy can switch f on: a network kind with
+// valid parameters. The timing fields of f (Start, Point, Duration) are
+// its caller's.
+func validate(f chaos.Fault) error {
+	if !f.Kind.Network() {
+		return fmt.Errorf("netfault: a proxy injects %s, not %q", history.JoinFaultKinds(Kinds), f.Kind)
 	}
-	return nil
+	return f.Validate(0)
 }
 
-// Label describes f for a fault window: "latency 50ms±10ms" (or
-// "latency 50ms" without jitter), "reset", "drop-replies" or "partition".
-func (f Fault) Label() string {
-	switch {
-	case f.Kind != KindLatency:
-		return string(f.Kind)
-	case f.Jitter == 0:
-		return fmt.Sprintf("latency %s", f.Latency)
-	}
-	return fmt.Sprintf("latency %s±%s", f.Latency, f.Jitter)
+// link returns what the proxy keeps of f: its kind and parameters.
+func link(f chaos.Fault) chaos.Fault {
+	return chaos.Fault{Kind: f.Kind, Latency: f.Latency, Jitter: f.Jitter}
 }
 
-// Window is the time one fault was on, on the clock of Options.Clock. Open
-// is true while the fault is still on; End is then zero.
-type Window struct {
-	Kind  Kind
-	Label string
-	Start int64
-	End   int64
-	Open  bool
-}
-
-// Latency delays every reply by d ± jitter until Off(KindLatency) or Heal;
-// see Fault for the limits. Requests reach the server undelayed, so a client
+// Latency delays every reply by d ± jitter until Off(history.FaultLatency)
+// or Heal; see chaos.Fault for the limits. Requests reach the server undelayed, so a client
 // that gives up on a delayed reply does not know that its request was
 // applied. Replies keep their order. Calling Latency while a latency fault is
 // on changes the delay in place (replies already queued get the new delay)
 // and starts a new window. When the fault ends, queued replies go out at
 // once.
 func (p *Proxy) Latency(d, jitter time.Duration) error {
-	return p.On(Fault{Kind: KindLatency, Latency: d, Jitter: jitter})
+	return p.On(chaos.Fault{Kind: history.FaultLatency, Latency: d, Jitter: jitter})
 }
 
-// Reset resets connections until Off(KindReset) or Heal: as soon as a byte
+// Reset resets connections until Off(history.FaultReset) or Heal: as soon as a byte
 // flows on a connection, in either direction, the byte is dropped and the
 // connection is closed (with a TCP RST for connections opened during the
 // window, an orderly close for older ones). A request sent during the
 // window never reaches the server; one whose reply is caught was applied.
-func (p *Proxy) Reset() error { return p.On(Fault{Kind: KindReset}) }
+func (p *Proxy) Reset() error { return p.On(chaos.Fault{Kind: history.FaultReset}) }
 
 // DropRepliesAfterApply switches on the ambiguous fault until
-// Off(KindDropReplies) or Heal: requests still reach the server and are
+// Off(history.FaultDropReplies) or Heal: requests still reach the server and are
 // applied, every reply is dropped, and connections stay open, so the client
 // times out without knowing the outcome. Connection handshakes lose their
 // replies too, so new connections hang. When the fault ends, every
 // connection that was open during it is closed: its reply stream lost bytes.
-func (p *Proxy) DropRepliesAfterApply() error { return p.On(Fault{Kind: KindDropReplies}) }
+func (p *Proxy) DropRepliesAfterApply() error {
+	return p.On(chaos.Fault{Kind: history.FaultDropReplies})
+}
 
-// Partition cuts the link until Off(KindPartition) or Heal: nothing passes in
+// Partition cuts the link until Off(history.FaultPartition) or Heal: nothing passes in
 // either direction and nothing is closed, so clients time out; requests sent
 // during it never reach the server. New connections are still accepted by
 // the proxy (which dials the upstream) but carry no bytes. When the fault
 // ends, every connection that was open during it is closed.
-func (p *Proxy) Partition() error { return p.On(Fault{Kind: KindPartition}) }
+func (p *Proxy) Partition() error { return p.On(chaos.Fault{Kind: history.FaultPartition}) }
 
-// On switches f on and opens its window. Faults of different kinds stack.
-// Switching on a kind that is already on does nothing, except for
-// KindLatency with a different delay or jitter, which is changed in place
-// (ending the old window and opening a new one). On returns ErrClosed after
-// Close.
-func (p *Proxy) On(f Fault) error {
-	if err := f.Validate(); err != nil {
+// On switches f on and opens its window; only f's kind, latency and
+// jitter matter (its timing is the caller's), and the kind must be one of
+// Kinds. Faults of different kinds stack. Switching on a kind that is
+// already on does nothing, except for a latency with a different delay or
+// jitter, which is changed in place (ending the old window and opening a
+// new one). On returns ErrClosed after Close.
+func (p *Proxy) On(f chaos.Fault) error {
+	if err := validate(f); err != nil {
 		return err
 	}
+	f = link(f)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -146,7 +98,7 @@ func (p *Proxy) On(f Fault) error {
 			return err
 		}
 	}
-	if f.Kind == KindLatency {
+	if f.Kind == history.FaultLatency {
 		p.sh.setLatency(f.Latency, f.Jitter)
 	}
 	p.active[f.Kind] = &active{fault: f, toxics: ts, window: p.openWindow(f, p.clock())}
@@ -155,7 +107,7 @@ func (p *Proxy) On(f Fault) error {
 
 // Off switches the fault of kind k off and closes its window. It does
 // nothing if k is not on; it returns ErrClosed after Close.
-func (p *Proxy) Off(k Kind) error {
+func (p *Proxy) Off(k history.FaultKind) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -164,14 +116,14 @@ func (p *Proxy) Off(k Kind) error {
 	return p.offLocked(k, p.clock())
 }
 
-func (p *Proxy) offLocked(k Kind, now int64) error {
+func (p *Proxy) offLocked(k history.FaultKind, now int64) error {
 	a, ok := p.active[k]
 	if !ok {
 		return nil
 	}
 	delete(p.active, k)
 	p.closeWindow(a.window, now)
-	if k == KindLatency {
+	if k == history.FaultLatency {
 		p.sh.setLatency(0, 0)
 	}
 	var first error
@@ -205,15 +157,16 @@ func (p *Proxy) healLocked() error {
 	return first
 }
 
-// Inject switches f on, waits d or until ctx is done, and switches it off.
-// It returns f's validation error, ErrClosed, or ctx's error if the wait was
-// cut short (the fault is switched off all the same). If f's kind was
-// already on, Inject switches it off at the end anyway.
-func (p *Proxy) Inject(ctx context.Context, f Fault, d time.Duration) error {
+// Inject switches f on, waits f.Duration or until ctx is done, and
+// switches it off. It returns f's validation error, ErrClosed, or ctx's
+// error if the wait was cut short (the fault is switched off all the
+// same). If f's kind was already on, Inject switches it off at the end
+// anyway.
+func (p *Proxy) Inject(ctx context.Context, f chaos.Fault) error {
 	if err := p.On(f); err != nil {
 		return err
 	}
-	t := time.NewTimer(d)
+	t := time.NewTimer(f.Duration)
 	defer t.Stop()
 	var werr error
 	select {
@@ -228,10 +181,10 @@ func (p *Proxy) Inject(ctx context.Context, f Fault, d time.Duration) error {
 }
 
 // Active returns the kinds of the faults that are on, in the order of Kinds.
-func (p *Proxy) Active() []Kind {
+func (p *Proxy) Active() []history.FaultKind {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var ks []Kind
+	var ks []history.FaultKind
 	for _, k := range Kinds {
 		if _, ok := p.active[k]; ok {
 			ks = append(ks, k)
@@ -240,19 +193,21 @@ func (p *Proxy) Active() []Kind {
 	return ks
 }
 
-// Windows returns a copy of every fault window so far, in the order the
-// faults were switched on; those still on have Open set.
-func (p *Proxy) Windows() []Window {
+// Windows returns every fault window so far, in the order the faults were
+// switched on, as the fault ops of the history (history.Fault of the
+// fault's kind, labelled "net " and the fault's Label, on the clock of
+// Options.Clock). A fault still on has Return history.NoReturn.
+func (p *Proxy) Windows() []history.Op {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.windows)
 }
 
-func (p *Proxy) openWindow(f Fault, now int64) int {
-	p.windows = append(p.windows, Window{Kind: f.Kind, Label: f.Label(), Start: now, Open: true})
+func (p *Proxy) openWindow(f chaos.Fault, now int64) int {
+	p.windows = append(p.windows, history.Fault(f.Kind, "net "+f.Label(), now, history.NoReturn))
 	return len(p.windows) - 1
 }
 
 func (p *Proxy) closeWindow(i int, now int64) {
-	p.windows[i].End, p.windows[i].Open = max(now, p.windows[i].Start), false
+	p.windows[i].Return = max(now, p.windows[i].Call)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idembench/idembench/history"
 )
 
 // TestAbandonedRepliesLeaveNothing: clients that close their connection
@@ -114,7 +116,7 @@ func TestLatencyKeepsOrderAndChangesInPlace(t *testing.T) {
 	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "held" {
 		t.Errorf("reply held by a changed latency = %q, %v", buf, err)
 	}
-	if ws := p.Windows(); len(ws) != 3 || !ws[2].Open || ws[1].Open {
+	if ws := p.Windows(); len(ws) != 3 || ws[2].Return != history.NoReturn || ws[1].Return == history.NoReturn {
 		t.Errorf("Windows() = %+v, want three latency windows, the last open", ws)
 	}
 }

@@ -11,6 +11,9 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
+
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 )
 
 // Errors returned by this package; match them with errors.Is.
@@ -47,14 +50,14 @@ type Proxy struct {
 	sh       *shared
 
 	mu      sync.Mutex
-	active  map[Kind]*active
-	windows []Window
+	active  map[history.FaultKind]*active
+	windows []history.Op
 	closed  bool
 }
 
 // active is a fault that is on: its toxics and the index of its open window.
 type active struct {
-	fault  Fault
+	fault  chaos.Fault
 	toxics []toxic
 	window int
 }
@@ -99,7 +102,7 @@ func New(ctx context.Context, upstream string, opts Options) (*Proxy, error) {
 		addr:     tp.Listen, // the bound address, set by Start
 		tp:       tp,
 		sh:       sh,
-		active:   map[Kind]*active{},
+		active:   map[history.FaultKind]*active{},
 	}, nil
 }
 

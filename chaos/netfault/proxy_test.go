@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 )
 
 func TestNewAcceptsLoopbackOnly(t *testing.T) {
@@ -51,33 +54,24 @@ func TestNewAcceptsLoopbackOnly(t *testing.T) {
 
 var errAny = errors.New("any error")
 
-func TestFaultValidate(t *testing.T) {
-	tests := []struct {
-		f    Fault
-		ok   bool
-		want string // Label
-	}{
-		{Fault{Kind: KindLatency, Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond}, true, "latency 50ms±10ms"},
-		{Fault{Kind: KindLatency, Latency: 1500 * time.Microsecond}, true, "latency 1.5ms"},
-		{Fault{Kind: KindLatency}, false, ""},
-		{Fault{Kind: KindLatency, Latency: -time.Second}, false, ""},
-		{Fault{Kind: KindLatency, Latency: 10 * time.Millisecond, Jitter: 20 * time.Millisecond}, false, ""},
-		{Fault{Kind: KindLatency, Latency: 10 * time.Millisecond, Jitter: -1}, false, ""},
-		{Fault{Kind: KindReset}, true, "reset"},
-		{Fault{Kind: KindDropReplies}, true, "drop-replies"},
-		{Fault{Kind: KindPartition}, true, "partition"},
-		{Fault{Kind: KindPartition, Latency: time.Second}, false, ""},
-		{Fault{Kind: "flood"}, false, ""},
-		{Fault{}, false, ""},
+func TestOnRefusesWhatAProxyCannotInject(t *testing.T) {
+	echo := startEcho(t)
+	p := newProxy(t, echo.Addr(), Options{})
+	for _, f := range []chaos.Fault{
+		{Kind: history.FaultLatency},
+		{Kind: history.FaultLatency, Latency: 10 * time.Millisecond, Jitter: 20 * time.Millisecond},
+		{Kind: history.FaultPartition, Latency: time.Second},
+		{Kind: history.FaultCrash, Count: 1},
+		{Kind: history.FaultRestart},
+		{Kind: "flood"},
+		{},
+	} {
+		if err := p.On(f); err == nil {
+			t.Errorf("On(%+v) succeeded", f)
+		}
 	}
-	for _, tc := range tests {
-		err := tc.f.Validate()
-		if (err == nil) != tc.ok {
-			t.Errorf("%+v.Validate() = %v, want ok %v", tc.f, err, tc.ok)
-		}
-		if tc.ok && tc.f.Label() != tc.want {
-			t.Errorf("%+v.Label() = %q, want %q", tc.f, tc.f.Label(), tc.want)
-		}
+	if len(p.Active()) != 0 || len(p.Windows()) != 0 {
+		t.Errorf("a refused fault left Active %v, Windows %v", p.Active(), p.Windows())
 	}
 }
 
@@ -91,13 +85,13 @@ func TestWindowsRecordEveryFault(t *testing.T) {
 		func() error { return p.Latency(50*time.Millisecond, 10*time.Millisecond) }, // no-op, no clock read
 		func() error { return p.Latency(80*time.Millisecond, 0) },                   // 20: ends and opens
 		p.Partition, // 30
-		func() error { return p.Off(KindPartition) }, // 40
-		func() error { return p.Off(KindPartition) }, // not on: no-op, 50
-		p.DropRepliesAfterApply,                      // 60
-		p.Reset,                                      // 70
-		p.Heal,                                       // 80: closes all three
-		p.DropRepliesAfterApply,                      // 90, left open
-		func() error { return p.On(Fault{Kind: "bad"}) }, // rejected before the clock
+		func() error { return p.Off(history.FaultPartition) }, // 40
+		func() error { return p.Off(history.FaultPartition) }, // not on: no-op, 50
+		p.DropRepliesAfterApply,                               // 60
+		p.Reset,                                               // 70
+		p.Heal,                                                // 80: closes all three
+		p.DropRepliesAfterApply,                               // 90, left open
+		func() error { return p.On(chaos.Fault{Kind: "bad"}) }, // rejected before the clock
 	}
 	for i, step := range steps[:len(steps)-1] {
 		if err := step(); err != nil {
@@ -107,16 +101,16 @@ func TestWindowsRecordEveryFault(t *testing.T) {
 	if err := steps[len(steps)-1](); err == nil {
 		t.Error("On with an unknown kind succeeded")
 	}
-	if diff := cmp.Diff([]Kind{KindDropReplies}, p.Active()); diff != "" {
+	if diff := cmp.Diff([]history.FaultKind{history.FaultDropReplies}, p.Active()); diff != "" {
 		t.Errorf("Active() (-want +got):\n%s", diff)
 	}
-	want := []Window{
-		{Kind: KindLatency, Label: "latency 50ms±10ms", Start: 10, End: 20},
-		{Kind: KindLatency, Label: "latency 80ms", Start: 20, End: 80},
-		{Kind: KindPartition, Label: "partition", Start: 30, End: 40},
-		{Kind: KindDropReplies, Label: "drop-replies", Start: 60, End: 80},
-		{Kind: KindReset, Label: "reset", Start: 70, End: 80},
-		{Kind: KindDropReplies, Label: "drop-replies", Start: 90, Open: true},
+	want := []history.Op{
+		history.Fault(history.FaultLatency, "net latency 50ms±10ms", 10, 20),
+		history.Fault(history.FaultLatency, "net latency 80ms", 20, 80),
+		history.Fault(history.FaultPartition, "net partition", 30, 40),
+		history.Fault(history.FaultDropReplies, "net drop-replies", 60, 80),
+		history.Fault(history.FaultReset, "net reset", 70, 80),
+		history.Fault(history.FaultDropReplies, "net drop-replies", 90, history.NoReturn),
 	}
 	if diff := cmp.Diff(want, p.Windows()); diff != "" {
 		t.Errorf("Windows() (-want +got):\n%s", diff)
@@ -125,7 +119,7 @@ func TestWindowsRecordEveryFault(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want[5].End, want[5].Open = 100, false
+	want[5].Return = 100
 	if diff := cmp.Diff(want, p.Windows()); diff != "" {
 		t.Errorf("Windows() after Close (-want +got):\n%s", diff)
 	}
@@ -155,14 +149,14 @@ func TestCloseIsIdempotentAndFinal(t *testing.T) {
 		t.Errorf("second Close = %v", err)
 	}
 	for name, f := range map[string]func() error{
-		"Reset": p.Reset, "Heal": p.Heal, "Off": func() error { return p.Off(KindReset) },
+		"Reset": p.Reset, "Heal": p.Heal, "Off": func() error { return p.Off(history.FaultReset) },
 		"Latency": func() error { return p.Latency(time.Millisecond, 0) },
 	} {
 		if err := f(); !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
 		}
 	}
-	if ws := p.Windows(); len(ws) != 1 || ws[0].Open {
+	if ws := p.Windows(); len(ws) != 1 || ws[0].Return == history.NoReturn {
 		t.Errorf("Windows() after Close = %+v, want one closed window", ws)
 	}
 	if _, err := roundTrip(c, "x", time.Second); err == nil {
@@ -184,7 +178,7 @@ func TestInject(t *testing.T) {
 	defer c.Close()
 
 	start := time.Now()
-	if err := p.Inject(t.Context(), Fault{Kind: KindLatency, Latency: 30 * time.Millisecond}, 300*time.Millisecond); err != nil {
+	if err := p.Inject(t.Context(), chaos.Fault{Kind: history.FaultLatency, Latency: 30 * time.Millisecond, Duration: 300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d < 300*time.Millisecond {
@@ -194,19 +188,19 @@ func TestInject(t *testing.T) {
 		t.Errorf("Active() after Inject = %v, want none", p.Active())
 	}
 	ws := p.Windows()
-	if len(ws) != 1 || ws[0].Open || ws[0].End-ws[0].Start < int64(300*time.Millisecond) {
+	if len(ws) != 1 || ws[0].Return-ws[0].Call < int64(300*time.Millisecond) {
 		t.Errorf("Windows() = %+v, want one closed window of at least 300ms", ws)
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := p.Inject(ctx, Fault{Kind: KindPartition}, time.Hour); !errors.Is(err, context.Canceled) {
+	if err := p.Inject(ctx, chaos.Fault{Kind: history.FaultPartition, Duration: time.Hour}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Inject with a cancelled context = %v, want context.Canceled", err)
 	}
 	if len(p.Active()) != 0 {
 		t.Errorf("Active() after a cut-short Inject = %v, want none", p.Active())
 	}
-	if err := p.Inject(t.Context(), Fault{Kind: KindLatency}, time.Second); err == nil {
+	if err := p.Inject(t.Context(), chaos.Fault{Kind: history.FaultLatency, Duration: time.Second}); err == nil {
 		t.Error("Inject with an invalid fault succeeded")
 	}
 }
@@ -312,7 +306,7 @@ func TestFaultsOnEcho(t *testing.T) {
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Errorf("round trip with 300ms latency took %s", d)
 	}
-	if err := p.Off(KindLatency); err != nil {
+	if err := p.Off(history.FaultLatency); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 )
 
@@ -64,7 +65,7 @@ func TestRedisLatency(t *testing.T) {
 	if d := time.Since(start); d < 280*time.Millisecond {
 		t.Errorf("PING with 300ms±20ms latency took %s", d)
 	}
-	if err := p.Off(KindLatency); err != nil {
+	if err := p.Off(history.FaultLatency); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
@@ -181,7 +182,7 @@ func TestRedisHealRemovesEverything(t *testing.T) {
 		t.Errorf("Active() after Heal = %v", p.Active())
 	}
 	for _, w := range p.Windows() {
-		if w.Open {
+		if w.Return == history.NoReturn {
 			t.Errorf("window %+v still open after Heal", w)
 		}
 	}

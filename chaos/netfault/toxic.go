@@ -10,6 +10,9 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
+
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 )
 
 // ErrStuck means toxiproxy did not finish adding or removing a toxic within
@@ -41,7 +44,7 @@ type toxic struct {
 //
 // A timeout toxic with timeout 0 drops data and never closes the
 // connection; when it is removed it closes the connection.
-func toxicsFor(f Fault) []toxic {
+func toxicsFor(f chaos.Fault) []toxic {
 	mk := func(stream, typ string, attrs map[string]any) toxic {
 		return toxic{
 			Name:       "netfault_" + string(f.Kind) + "_" + stream,
@@ -53,11 +56,11 @@ func toxicsFor(f Fault) []toxic {
 	}
 	never := map[string]any{"timeout": 0}
 	switch f.Kind {
-	case KindReset:
+	case history.FaultReset:
 		return []toxic{mk("upstream", "reset_peer", never), mk("downstream", "reset_peer", never)}
-	case KindDropReplies:
+	case history.FaultDropReplies:
 		return []toxic{mk("downstream", "timeout", never)}
-	case KindPartition:
+	case history.FaultPartition:
 		return []toxic{mk("upstream", "timeout", never), mk("downstream", "timeout", never)}
 	}
 	return nil

@@ -1,7 +1,7 @@
 // Package servers starts, crashes and restarts, and stops private Redis and
 // PostgreSQL servers on spare loopback ports, alone or replicated, for the
 // harness's backend restart and failover faults (see the fault catalog in
-// VERIFICATION.md) and for tests.
+// docs/design/verification.md) and for tests.
 // It runs the binaries installed on the machine; it needs no Docker.
 //
 // # Redis
@@ -48,7 +48,7 @@
 // Cluster, the primary of key's slot; for PostgreSQL every process of the
 // server, as a host failure), then the promotion (Sentinel elects, the
 // Cluster replica takes over, pg_ctl promote), waited for. It returns the
-// fault window as a history.Op (KindFault, Label, Call and Return on
+// fault window as a history.Op (history.Fault of kind FaultFailover, on
 // history.Now's timeline). Aim it by calling it right after the primary
 // acknowledged a write: that is the window in which the write may exist on
 // the primary only.

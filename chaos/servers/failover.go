@@ -21,7 +21,7 @@ type Topology interface {
 	// Failover kills the primary with SIGKILL (for a Cluster, the primary
 	// owning key's slot; key may be empty elsewhere), waits until a replica
 	// was promoted and accepts writes, and returns the fault window: a
-	// history.Op of Kind KindFault from just before the kill to the
+	// history.Fault of kind FaultFailover from just before the kill to the
 	// promotion, on history.Now's timeline, Key set to key. Call it right
 	// after the primary acknowledged a write to aim at the window where
 	// the write may exist on the primary only. On error after the kill the
@@ -49,7 +49,7 @@ type StepFailover interface {
 
 // faultWindow is the history record of one failover.
 func faultWindow(start int64, key, label string, err error) history.Op {
-	op := history.Op{Kind: history.KindFault, Client: -1, Worker: -1, Key: key, Call: start, Return: history.Now(), Label: label}
+	op := history.Fault(history.FaultFailover, label, start, history.Now()).OnKey(key, 0)
 	if err != nil {
 		op.Return = history.NoReturn
 		op.Err = err.Error()

@@ -270,7 +270,7 @@ func (co *coordinator) stopWorker(ctx context.Context, i int, p *Proc, r PauseRe
 	if !stopped {
 		return false // it exited meanwhile
 	}
-	w := history.Fault(fmt.Sprintf("SIGSTOP worker %d (pid %d) for %s, aimed after the effect of %s", i, p.Pid(), pz.For, r.Key),
+	w := history.Fault(history.FaultPause, fmt.Sprintf("SIGSTOP worker %d (pid %d) for %s, aimed after the effect of %s", i, p.Pid(), pz.For, r.Key),
 		start, history.Now()).OnWorker(i).OnKey(r.Key, r.Token)
 	co.mu.Lock()
 	co.windows = append(co.windows, w)
@@ -298,7 +298,7 @@ func (co *coordinator) pause(ctx context.Context, p chaos.ProcessPause) {
 	if !ok {
 		return
 	}
-	w := history.Fault(fmt.Sprintf("SIGSTOP worker %d (pid %d) for %s", p.Worker, proc.Pid(), p.For), start, history.Now()).OnWorker(p.Worker)
+	w := history.Fault(history.FaultPause, fmt.Sprintf("SIGSTOP worker %d (pid %d) for %s", p.Worker, proc.Pid(), p.For), start, history.Now()).OnWorker(p.Worker)
 	co.mu.Lock()
 	co.windows = append(co.windows, w)
 	co.mu.Unlock()

@@ -126,7 +126,7 @@ func (f *workerFaults) Hook() idem.Hook {
 		}
 		if chaos.IsCrash(err) {
 			now := history.Now()
-			w := history.Fault(fmt.Sprintf("SIGKILL worker %d at %s", f.ws.Index, p), now, now).OnWorker(f.ws.Index).OnKey(l.Key, uint64(l.Token))
+			w := history.Fault(history.FaultCrash, fmt.Sprintf("SIGKILL worker %d at %s", f.ws.Index, p), now, now).OnWorker(f.ws.Index).OnKey(l.Key, uint64(l.Token))
 			_ = sendHistory(f.c, f.rec, &w, MethodCrash)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way

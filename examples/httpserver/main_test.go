@@ -126,7 +126,9 @@ func (w lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestRun(t *testing.T) {
+// eachBackend runs test once per backend of the server (memory, redis,
+// postgres) with the server's arguments for it.
+func eachBackend(t *testing.T, test func(t *testing.T, backend string, args []string)) {
 	for _, backend := range []string{"memory", "redis", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			args := []string{"--addr", "127.0.0.1:0", "--backend", backend}
@@ -136,42 +138,53 @@ func TestRun(t *testing.T) {
 			case "postgres":
 				args = append(args, "--postgres-url", testenv.PostgresURL(t))
 			}
-			testRun(t, args)
+			test(t, backend, args)
 		})
 	}
 }
 
-// testRun starts the server with args, pays once with a fresh key and
-// checks that a retry is replayed.
-func testRun(t *testing.T, args []string) {
+// startServer runs the server with args until the test ends, when it must
+// stop without an error, and returns its base URL.
+func startServer(t *testing.T, args []string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := lineWriter{make(chan string, 4)}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, out, io.Discard) }()
-
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
 	var line string
 	select {
 	case line = <-out.lines:
 	case err := <-done:
+		done <- err // for the cleanup
 		t.Fatalf("run returned early: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not start")
 	}
-	url := strings.Fields(strings.TrimPrefix(line, "payments API on "))[0]
-	key := fmt.Sprintf("run-%d", time.Now().UnixNano())
-	if status, _, _ := call(t, "POST", url+"/payments", key, `{"amount":1,"currency":"EUR"}`); status != 201 {
-		t.Fatalf("POST: %d", status)
-	}
-	if status, _, _ := call(t, "POST", url+"/payments", key, `{"amount":2,"currency":"EUR"}`); status != 422 {
-		t.Fatalf("same key, other body: %d, want 422", status)
-	}
-	if status, replayed, _ := call(t, "POST", url+"/payments", key, `{"amount":1,"currency":"EUR"}`); status != 201 || !replayed {
-		t.Fatalf("retry: %d replayed=%v", status, replayed)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	return strings.Fields(strings.TrimPrefix(line, "payments API on "))[0]
+}
+
+// TestRun starts the server on each backend, pays once with a fresh key and
+// checks that a retry is replayed.
+func TestRun(t *testing.T) {
+	eachBackend(t, func(t *testing.T, _ string, args []string) {
+		url := startServer(t, args)
+		key := fmt.Sprintf("run-%d", time.Now().UnixNano())
+		if status, _, _ := call(t, "POST", url+"/payments", key, `{"amount":1,"currency":"EUR"}`); status != 201 {
+			t.Fatalf("POST: %d", status)
+		}
+		if status, _, _ := call(t, "POST", url+"/payments", key, `{"amount":2,"currency":"EUR"}`); status != 422 {
+			t.Fatalf("same key, other body: %d, want 422", status)
+		}
+		if status, replayed, _ := call(t, "POST", url+"/payments", key, `{"amount":1,"currency":"EUR"}`); status != 201 || !replayed {
+			t.Fatalf("retry: %d replayed=%v", status, replayed)
+		}
+	})
 }
 
 func TestRunRefusesBadFlags(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,47 +9,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/idembench/idembench/internal/testenv"
 )
 
 // TestMetricsScrape runs the server, sends a scripted series of requests
 // and finds the expected count per transition on /metrics.
 func TestMetricsScrape(t *testing.T) {
-	for _, backend := range []string{"memory", "redis", "postgres"} {
-		t.Run(backend, func(t *testing.T) {
-			args := []string{"--addr", "127.0.0.1:0", "--backend", backend}
-			switch backend {
-			case "redis":
-				args = append(args, "--redis-url", testenv.RedisURL(t))
-			case "postgres":
-				args = append(args, "--postgres-url", testenv.PostgresURL(t))
-			}
-			testMetricsScrape(t, backend, args)
-		})
-	}
+	eachBackend(t, testMetricsScrape)
 }
 
 func testMetricsScrape(t *testing.T, backend string, args []string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	out := lineWriter{make(chan string, 4)}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, out, io.Discard) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	var line string
-	select {
-	case line = <-out.lines:
-	case err := <-done:
-		t.Fatalf("run returned early: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("server did not start")
-	}
-	url := strings.Fields(strings.TrimPrefix(line, "payments API on "))[0]
+	url := startServer(t, args)
 
 	id := time.Now().UnixNano()
 	a, b := fmt.Sprintf("m-a-%d", id), fmt.Sprintf("m-b-%d", id)

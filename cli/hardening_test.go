@@ -229,11 +229,12 @@ func TestInterruptExits130(t *testing.T) {
 				// The pauses under way when the run was cut short are
 				// faults of the history so far, and its check says what it
 				// could not check rather than "ok".
-				if n := faultsOf(h); n == 0 {
-					t.Errorf("the history so far records no fault; the run injected pauses")
+				if n, pauses := faultsOf(h), history.CountFaults(h.Ops)[history.FaultPause]; n == 0 || pauses != n {
+					t.Errorf("the history so far records %d faults, %d of kind pause; the run injected pauses", n, pauses)
 				}
 				r := runCLI(t, "check", out)
-				if strings.Contains(r.stdout, "faults injected: 0") || !strings.Contains(r.stdout, "I6 not checked") || strings.Contains(r.stdout, "I6 ok") {
+				if strings.Contains(r.stdout, "faults injected: 0") || !strings.Contains(r.stdout, " (pause ") ||
+					!strings.Contains(r.stdout, "I6 not checked") || strings.Contains(r.stdout, "I6 ok") {
 					t.Errorf("check of the history so far:\n%s", r.stdout)
 				}
 			}

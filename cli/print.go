@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,7 +116,11 @@ func missesOf(s *reports.Summary) []reports.Miss {
 // probes per outcome.
 func printCounts(w io.Writer, s *reports.Summary, h *history.History) {
 	c := s.Counts
-	fmt.Fprintf(w, "calls: %d (%s) · faults injected: %d\n", c.Calls, counts(s.Outcomes), c.Faults)
+	faults := strconv.Itoa(c.Faults)
+	if by := c.FaultsByKind(); by != "" {
+		faults += " (" + by + ")"
+	}
+	fmt.Fprintf(w, "calls: %d (%s) · faults injected: %s\n", c.Calls, counts(s.Outcomes), faults)
 	if c.Probes > 0 {
 		probes := map[string]int{}
 		for i := range h.Ops {

@@ -46,6 +46,9 @@ type FaultWindow struct {
 	Start, End int64
 	// StartS and EndS are Start and End in seconds since the run's origin.
 	StartS, EndS float64
+	// Kind is what the fault did (the fault op's Fault); empty in a
+	// history written before fault ops carried their kind.
+	Kind history.FaultKind
 	// Label is the fault op's Label ("pause client 3").
 	Label string
 	// Client is the client the fault targets, or -1 for none.
@@ -99,7 +102,7 @@ func faultWindows(ops []history.Op, runEnd int64) []FaultWindow {
 		if end == history.NoReturn {
 			end = max(runEnd, op.Call)
 		}
-		ws = append(ws, FaultWindow{Start: op.Call, End: end, Label: op.Label, Client: op.Client})
+		ws = append(ws, FaultWindow{Start: op.Call, End: end, Kind: op.Fault, Label: op.Label, Client: op.Client})
 	}
 	slices.SortStableFunc(ws, func(a, b FaultWindow) int { return cmp.Compare(a.Start, b.Start) })
 	return ws

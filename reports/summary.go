@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
 )
 
 // SchemaVersion is the version of summary.json this package writes.
@@ -88,6 +89,25 @@ type Counts struct {
 	Probes     int `json:"probes"`
 	Effects    int `json:"effects"`
 	Faults     int `json:"faults"`
+	// FaultKinds counts the faults by kind (history.FaultKind); faults
+	// of a history written before fault ops carried their kind are in
+	// Faults only.
+	FaultKinds map[string]int `json:"fault_kinds,omitempty"`
+}
+
+// FaultsByKind returns the faults of c by kind, as "crash 6, pause 5",
+// with those of no kind last as "other N"; "" without faults.
+func (c Counts) FaultsByKind() string {
+	by := history.FaultCounts{}
+	other := c.Faults
+	for k, n := range c.FaultKinds {
+		by[history.FaultKind(k)] = n
+		other -= n
+	}
+	if other > 0 {
+		by[""] = other
+	}
+	return by.String()
 }
 
 // LateSends describes how punctually an open-loop driver sent requests.
@@ -110,6 +130,7 @@ type LatencySummary struct {
 type WindowSummary struct {
 	StartS float64 `json:"start_s"`
 	EndS   float64 `json:"end_s"`
+	Kind   string  `json:"kind,omitempty"`
 	Label  string  `json:"label"`
 	Client int     `json:"client"`
 }
@@ -181,8 +202,14 @@ func NewSummary(m *Measurement, rep *checker.Report, opts Options) *Summary {
 	}
 	for _, w := range m.Windows {
 		s.FaultWindows = append(s.FaultWindows, WindowSummary{
-			StartS: roundTo(w.StartS, 6), EndS: roundTo(w.EndS, 6), Label: w.Label, Client: w.Client,
+			StartS: roundTo(w.StartS, 6), EndS: roundTo(w.EndS, 6), Kind: string(w.Kind), Label: w.Label, Client: w.Client,
 		})
+		if w.Kind != "" {
+			if s.Counts.FaultKinds == nil {
+				s.Counts.FaultKinds = map[string]int{}
+			}
+			s.Counts.FaultKinds[string(w.Kind)]++
+		}
 	}
 	if s.Spectrum == nil {
 		s.Spectrum = []SpectrumPoint{}

@@ -92,16 +92,7 @@ func TestPlantedRecords(t *testing.T) {
 		if l.Token <= issued {
 			rt.Fatalf("claim of %q got token %d, not above %d issued before", key, l.Token, issued)
 		}
-		var err error
-		switch rapid.IntRange(0, 2).Draw(rt, "state") {
-		case 1:
-			err = s.Complete(ctx, l, resp("done"), time.Hour)
-		case 2:
-			err = s.Fail(ctx, l, idem.Response{Status: 402}, time.Hour)
-		}
-		if err != nil {
-			rt.Fatal(err)
-		}
+		storetest.Settle(rt, s, l, rapid.IntRange(0, storetest.PlantStates-1).Draw(rt, "state"))
 		before := lastValue(rt, s)
 		desc, err := plantRow(ctx, s, key, func(label string, n int) int { return rapid.IntRange(0, n-1).Draw(rt, label) })
 		if err != nil {

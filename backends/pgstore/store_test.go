@@ -161,14 +161,21 @@ func TestReleaseMakesKeyAbsent(t *testing.T) {
 	if err := s.Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, "k"); !errors.Is(err, idem.ErrNotFound) {
-		t.Fatalf("Get after Release: %v, want ErrNotFound", err)
+	assertAbsent(t, s, l, "after Release")
+}
+
+// assertAbsent checks that old's key has no record (what says when): Get
+// finds nothing, old is refused, and any fingerprint may claim the key
+// with a higher token and no take-over.
+func assertAbsent(t *testing.T, s *Store, old *idem.Lease, what string) {
+	t.Helper()
+	if _, err := s.Get(context.Background(), old.Key); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("Get %s: %v, want ErrNotFound", what, err)
 	}
-	assertLeaseLost(t, s, l)
-	// Any fingerprint may claim it now; the token goes up, no take-over.
-	l2 := mustAcquire(t, s, "k", fp("b"), time.Minute)
-	if l2.Token <= l.Token || l2.PrevToken != 0 {
-		t.Fatalf("after Release got %+v, want token > %d and no PrevToken", l2, l.Token)
+	assertLeaseLost(t, s, old)
+	l := mustAcquire(t, s, old.Key, fp("b"), time.Minute)
+	if l.Token <= old.Token || l.PrevToken != 0 {
+		t.Fatalf("claim %s = %+v, want a fresh lease above token %d", what, l, old.Token)
 	}
 }
 
@@ -235,17 +242,9 @@ func TestTakeOver(t *testing.T) {
 
 func TestGraceElapsedIsAbsent(t *testing.T) {
 	s := newStore(t, Options{TakeoverGrace: 30 * time.Millisecond})
-	ctx := context.Background()
 	old := mustAcquire(t, s, "k", fp("a"), 30*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
-	if _, err := s.Get(ctx, "k"); !errors.Is(err, idem.ErrNotFound) {
-		t.Fatalf("Get past grace: %v, want ErrNotFound", err)
-	}
-	assertLeaseLost(t, s, old)
-	l := mustAcquire(t, s, "k", fp("b"), time.Minute)
-	if l.Token <= old.Token || l.PrevToken != 0 {
-		t.Fatalf("claim past grace = %+v, want fresh lease above %d", l, old.Token)
-	}
+	assertAbsent(t, s, old, "past grace")
 }
 
 func TestRetentionExpiryIsExactBeforeSweep(t *testing.T) {
@@ -259,13 +258,7 @@ func TestRetentionExpiryIsExactBeforeSweep(t *testing.T) {
 		t.Fatalf("Get within retention: %v", err)
 	}
 	time.Sleep(80 * time.Millisecond)
-	if _, err := s.Get(ctx, "k"); !errors.Is(err, idem.ErrNotFound) {
-		t.Fatalf("Get past retention: %v, want ErrNotFound", err)
-	}
-	l2 := mustAcquire(t, s, "k", fp("b"), time.Minute)
-	if l2.Token <= l.Token || l2.PrevToken != 0 {
-		t.Fatalf("claim past retention = %+v, want fresh lease above %d", l2, l.Token)
-	}
+	assertAbsent(t, s, l, "past retention")
 }
 
 func TestTokensStrictlyIncreasePerKey(t *testing.T) {

@@ -43,6 +43,41 @@ func bizRows(t *testing.T, s *Store, biz string) map[string]int64 {
 	return got
 }
 
+// failAfterInsert is a TxFunc that writes business row "x" and then
+// returns resp and err, so that its write must roll back. It stores its
+// lease's token in *token unless token is nil.
+func failAfterInsert(biz string, token *idem.Token, resp idem.Response, err error) TxFunc {
+	return func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
+		if token != nil {
+			l, _ := idem.LeaseFrom(ctx)
+			*token = l.Token
+		}
+		if _, ierr := insertBiz(biz, "x", "")(ctx, tx); ierr != nil {
+			return idem.Response{}, ierr
+		}
+		return resp, err
+	}
+}
+
+// assertNoBizRows fails t if an execution that must have rolled back (what
+// it was) committed a business row.
+func assertNoBizRows(t *testing.T, s *Store, biz, what string) {
+	t.Helper()
+	if got := bizRows(t, s, biz); len(got) != 0 {
+		t.Fatalf("business write %s committed: %v", what, got)
+	}
+}
+
+// assertRolledBack fails t unless the execution on key (what it was)
+// committed no business row and released its lease.
+func assertRolledBack(t *testing.T, s *Store, biz, key, what string) {
+	t.Helper()
+	assertNoBizRows(t, s, biz, what)
+	if _, err := s.Get(context.Background(), key); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("lease not released %s: %v", what, err)
+	}
+}
+
 // insertBiz is a TxFunc that writes one business row with the lease's token.
 func insertBiz(biz, id string, body string) TxFunc {
 	return func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
@@ -157,23 +192,11 @@ func TestDoTxRetryableErrorReleasesAndRollsBack(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("downstream timeout")
 	var first idem.Token
-	_, err := s.DoTx(ctx, "k", fp("a"), TxOptions{}, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
-		l, _ := idem.LeaseFrom(ctx)
-		first = l.Token
-		if _, err := insertBiz(biz, "x", "")(ctx, tx); err != nil {
-			return idem.Response{}, err
-		}
-		return idem.Response{}, boom
-	})
+	_, err := s.DoTx(ctx, "k", fp("a"), TxOptions{}, failAfterInsert(biz, &first, idem.Response{}, boom))
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want fn's error", err)
 	}
-	if got := bizRows(t, s, biz); len(got) != 0 {
-		t.Fatalf("business write of a failed execution committed: %v", got)
-	}
-	if _, err := s.Get(ctx, "k"); !errors.Is(err, idem.ErrNotFound) {
-		t.Fatalf("lease not released: %v", err)
-	}
+	assertRolledBack(t, s, biz, "k", "of a failed execution")
 	res, err := s.DoTx(ctx, "k", fp("a"), TxOptions{}, insertBiz(biz, "x", "ok"))
 	if err != nil || res.Token <= first || res.Replayed {
 		t.Fatalf("retry = %+v, %v", res, err)
@@ -187,18 +210,11 @@ func TestDoTxPermanentErrorIsStoredAndReplayed(t *testing.T) {
 	declined := errors.New("card declined")
 	failResp := idem.Response{Status: 402, Body: []byte("declined")}
 	opts := TxOptions{} // the default classifier: idem.IsPermanent
-	res, err := s.DoTx(ctx, "k", fp("a"), opts, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
-		if _, err := insertBiz(biz, "x", "")(ctx, tx); err != nil {
-			return idem.Response{}, err
-		}
-		return failResp, idem.Permanent(declined)
-	})
+	res, err := s.DoTx(ctx, "k", fp("a"), opts, failAfterInsert(biz, nil, failResp, idem.Permanent(declined)))
 	if !errors.Is(err, declined) || !res.Failed || !res.Response.Equal(&failResp) || res.Replayed {
 		t.Fatalf("DoTx = %+v, %v", res, err)
 	}
-	if got := bizRows(t, s, biz); len(got) != 0 {
-		t.Fatalf("business write of a failed execution committed: %v", got)
-	}
+	assertNoBizRows(t, s, biz, "of a failed execution")
 	res, err = s.DoTx(ctx, "k", fp("a"), opts, insertBiz(biz, "x", "ok"))
 	if err != nil || !res.Replayed || !res.Failed || !res.Response.Equal(&failResp) {
 		t.Fatalf("replay = %+v, %v", res, err)
@@ -220,12 +236,7 @@ func TestDoTxPanicRollsBackAndReleases(t *testing.T) {
 			panic("boom")
 		})
 	}()
-	if got := bizRows(t, s, biz); len(got) != 0 {
-		t.Fatalf("business write committed after a panic: %v", got)
-	}
-	if _, err := s.Get(ctx, "k"); !errors.Is(err, idem.ErrNotFound) {
-		t.Fatalf("lease not released after a panic: %v", err)
-	}
+	assertRolledBack(t, s, biz, "k", "after a panic")
 }
 
 func TestDoTxHeartbeatKeepsLeaseAndDetectsLoss(t *testing.T) {
@@ -289,9 +300,7 @@ func TestDoTxResponseTooLargeIsStoredAsFailure(t *testing.T) {
 	if !errors.Is(err, idem.ErrResponseTooLarge) || !res.Failed {
 		t.Fatalf("DoTx = %+v, %v; want a failure with ErrResponseTooLarge", res, err)
 	}
-	if got := bizRows(t, s, biz); len(got) != 0 {
-		t.Fatalf("business write with an oversized response committed: %v", got)
-	}
+	assertNoBizRows(t, s, biz, "with an oversized response")
 	rec, err := s.Get(ctx, "k")
 	if err != nil || rec.Status != idem.StatusFailed || rec.Response.Status != 500 {
 		t.Fatalf("record = %+v, %v; want a stored 500 failure", rec, err)

@@ -163,15 +163,7 @@ func plantedProperty(t *testing.T, s *Store) {
 		if l.Token <= slotMax {
 			rt.Fatalf("claim of %q got token %d, not above %d issued before in slot %d", key, l.Token, slotMax, pool.slot)
 		}
-		switch rapid.IntRange(0, 2).Draw(rt, "state") {
-		case 1:
-			err = s.Complete(ctx, l, resp("done"), time.Hour)
-		case 2:
-			err = s.Fail(ctx, l, idem.Response{Status: 402}, time.Hour)
-		}
-		if err != nil {
-			rt.Fatal(err)
-		}
+		storetest.Settle(rt, s, l, rapid.IntRange(0, storetest.PlantStates-1).Draw(rt, "state"))
 		before, err := s.client.Get(ctx, fence).Int64()
 		if err != nil {
 			rt.Fatal(err)

@@ -187,18 +187,29 @@ func plantedRecords(t testing.TB, s *suite, st idem.Store, key string) {
 	for i := range runs {
 		k := fmt.Sprintf("%s.%d", key, i)
 		l := MustAcquire(t, st, k, fp("a"), long)
-		switch r.IntN(3) {
-		case 1:
-			if err := st.Complete(bg(), l, sampleResponse("planted"), long); err != nil {
-				t.Fatalf("Complete: %v", err)
-			}
-		case 2:
-			if err := st.Fail(bg(), l, idem.Response{Status: 402}, long); err != nil {
-				t.Fatalf("Fail: %v", err)
-			}
-		}
+		Settle(t, st, l, r.IntN(PlantStates))
 		desc := s.cfg.Plant(realT(t), st, k, r)
 		Planted(t, st, k, fp("a"), l.Token, fmt.Sprintf("record %d (seed %d): %s", i, seed, desc))
+	}
+}
+
+// PlantStates is how many states Settle can leave a record in.
+const PlantStates = 3
+
+// Settle leaves the record that l just claimed in state, one of
+// PlantStates, for a planted change to start from: 0 in progress (it does
+// nothing), 1 completed, 2 failed. It fails t if the store refuses.
+func Settle(t TB, st idem.Store, l *idem.Lease, state int) {
+	t.Helper()
+	var err error
+	switch state {
+	case 1:
+		err = st.Complete(bg(), l, sampleResponse("planted"), long)
+	case 2:
+		err = st.Fail(bg(), l, idem.Response{Status: 402}, long)
+	}
+	if err != nil {
+		t.Fatalf("leaving %s in state %d: %v", l.Key, state, err)
 	}
 }
 

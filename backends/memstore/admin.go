@@ -31,14 +31,8 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 	}
 	olderThan = max(olderThan, 0)
 	var out []*idem.Record
-	for i := range s.shards {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		now := s.clock.Now()
-		for k, e := range sh.entries {
+	err := s.eachShard(ctx, func(entries map[string]*entry, now time.Time) bool {
+		for k, e := range entries {
 			if len(out) == limit {
 				break
 			}
@@ -49,26 +43,17 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 				out = append(out, rec)
 			}
 		}
-		sh.mu.Unlock()
-		if len(out) == limit {
-			break
-		}
-	}
-	return out, nil
+		return len(out) < limit
+	})
+	return out, err
 }
 
 // Stats implements idem.Statter. Bytes counts keys and stored responses
 // (body and header names and values), not the map's own overhead.
 func (s *Store) Stats(ctx context.Context) (idem.StoreStats, error) {
 	var st idem.StoreStats
-	for i := range s.shards {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		now := s.clock.Now()
-		for k, e := range sh.entries {
+	err := s.eachShard(ctx, func(entries map[string]*entry, now time.Time) bool {
+		for k, e := range entries {
 			if !now.Before(e.expires) {
 				continue
 			}
@@ -83,7 +68,7 @@ func (s *Store) Stats(ctx context.Context) (idem.StoreStats, error) {
 				st.Bytes += int64(e.resp.Size())
 			}
 		}
-		sh.mu.Unlock()
-	}
-	return st, nil
+		return true
+	})
+	return st, err
 }

@@ -8,12 +8,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-var (
-	_ idem.Lister       = (*Store)(nil)
-	_ idem.PrefixLister = (*Store)(nil)
-	_ idem.Statter      = (*Store)(nil)
-)
-
 // The memory store does not implement idem.CorruptLister or
 // idem.CorruptPurger: it holds only records it built itself, which always
 // decode, so Stats counts Corrupt only as a safeguard.

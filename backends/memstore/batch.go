@@ -8,8 +8,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-var _ idem.BatchStore = (*Store)(nil)
-
 // AcquireBatch implements idem.BatchStore: the keys of one shard are claimed
 // in one critical section, shard after shard; per key it is Acquire.
 func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, leaseTTL time.Duration) []idem.AcquireResult {

@@ -11,12 +11,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-var (
-	_ idem.Lister       = (*Store)(nil)
-	_ idem.PrefixLister = (*Store)(nil)
-	_ idem.Statter      = (*Store)(nil)
-)
-
 // listStuckSQL: in-progress rows whose lease ended at least $1 ago and
 // whose key starts with $3, at most $2 of them. It scans the table (no index on lease_expires_at): an
 // operator's query, not a hot-path one.

@@ -13,8 +13,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-var _ idem.BatchStore = (*Store)(nil)
-
 // AcquireBatch implements idem.BatchStore: the statement Acquire runs, once
 // per key, sent in one pipeline (pgx.Batch) that PostgreSQL runs as one
 // implicit transaction: one round trip and one commit for the whole batch.

@@ -13,11 +13,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-var (
-	_ idem.CorruptLister = (*Store)(nil)
-	_ idem.CorruptPurger = (*Store)(nil)
-)
-
 // rowDigestSQL is the digest of a row t: the SHA-256 of a JSON array of
 // every column (bytea as hex, times as epoch seconds, NULL as null), so
 // it does not depend on the session's time zone or output formats.

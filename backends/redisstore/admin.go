@@ -12,12 +12,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-var (
-	_ idem.Lister       = (*Store)(nil)
-	_ idem.PrefixLister = (*Store)(nil)
-	_ idem.Statter      = (*Store)(nil)
-)
-
 // scanBatch is the COUNT hint of the SCAN calls of ListStuck and Stats.
 const scanBatch = 500
 

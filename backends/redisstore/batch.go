@@ -12,8 +12,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-var _ idem.BatchStore = (*Store)(nil)
-
 // AcquireBatch implements idem.BatchStore: one pipeline of the same script
 // Acquire runs, one call per key, so each key is claimed atomically in its
 // own hash slot and a Cluster client sends each node its keys in one round

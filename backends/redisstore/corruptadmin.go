@@ -10,11 +10,6 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-var (
-	_ idem.CorruptLister = (*Store)(nil)
-	_ idem.CorruptPurger = (*Store)(nil)
-)
-
 // maxRawFields is how many elements of a list, set or sorted set
 // GetCorrupt returns; the digest covers all of them. A hash (which must be
 // decoded) and a string are returned whole.

@@ -26,9 +26,17 @@ type Store struct {
 	pubsub  atomic.Int32  // WaitChange subscription mode, see waiter.go
 }
 
+// Every capability the store has, in one place (no idem.Sweeper: Redis
+// expires records itself).
 var (
-	_ idem.Store  = (*Store)(nil)
-	_ idem.Waiter = (*Store)(nil)
+	_ idem.Store         = (*Store)(nil)
+	_ idem.Waiter        = (*Store)(nil)
+	_ idem.BatchStore    = (*Store)(nil)
+	_ idem.Lister        = (*Store)(nil)
+	_ idem.PrefixLister  = (*Store)(nil)
+	_ idem.Statter       = (*Store)(nil)
+	_ idem.CorruptLister = (*Store)(nil)
+	_ idem.CorruptPurger = (*Store)(nil)
 )
 
 // New returns a Store that keeps its records in client. It does no I/O;

@@ -39,7 +39,7 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 		if err != nil {
 			return storeError("list", err, false)
 		}
-		recs, err := s.getMany(ctx, node, keys)
+		recs, _, err := s.getMany(ctx, node, keys)
 		if err != nil {
 			return err
 		}
@@ -63,11 +63,13 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 }
 
 // getMany reads the records of keys, which live on node, as Get does, in
-// one pipelined round trip (after making sure node has the script). A
-// record that is gone or does not decode comes back nil.
-func (s *Store) getMany(ctx context.Context, node *redis.Client, keys []string) ([]*idem.Record, error) {
+// one pipelined round trip (after making sure node has the script). It
+// returns the records, nil for a key that is gone or does not decode, and
+// the keys whose records Get would report as corrupt: ListStuck reads the
+// first, ListCorrupt the second.
+func (s *Store) getMany(ctx context.Context, node *redis.Client, keys []string) (recs []*idem.Record, corrupt []string, err error) {
 	if err := getScript.Load(ctx, node).Err(); err != nil {
-		return nil, storeError("list", err, false)
+		return nil, nil, storeError("list", err, false)
 	}
 	cmds := make([]*redis.Cmd, len(keys))
 	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -76,20 +78,24 @@ func (s *Store) getMany(ctx context.Context, node *redis.Client, keys []string) 
 		}
 		return nil
 	})
-	out := make([]*idem.Record, len(keys))
+	recs = make([]*idem.Record, len(keys))
 	for i, k := range keys {
 		res, err := cmds[i].Slice()
 		if err != nil {
-			return nil, storeError("list", err, false)
+			return nil, nil, storeError("list", err, false)
 		}
 		if code, _ := replyInt(res, 0); code == resultCorrupt {
+			corrupt = append(corrupt, k)
 			continue
 		}
-		if rec, ok, err := scriptRecord(k, res, 1); ok && err == nil {
-			out[i] = rec
+		switch rec, ok, err := scriptRecord(k, res, 1); {
+		case ok && err == nil:
+			recs[i] = rec
+		case ok && errors.Is(err, idem.ErrCorruptRecord):
+			corrupt = append(corrupt, k)
 		}
 	}
-	return out, nil
+	return recs, corrupt, nil
 }
 
 // Stats implements idem.Statter. Bytes sums MEMORY USAGE of the records.

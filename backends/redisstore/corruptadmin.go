@@ -160,7 +160,7 @@ func (s *Store) ListCorrupt(ctx context.Context, prefix string, limit int) ([]*i
 		if len(out) >= limit { // another primary filled it
 			return errFull
 		}
-		suspects, err := s.undecodable(ctx, node, keys)
+		_, suspects, err := s.getMany(ctx, node, keys)
 		if err != nil {
 			return err
 		}
@@ -182,36 +182,6 @@ func (s *Store) ListCorrupt(ctx context.Context, prefix string, limit int) ([]*i
 		err = nil
 	}
 	return out, err
-}
-
-// undecodable returns the keys of keys, which live on node, whose records
-// Get would report as corrupt, read in one pipelined round trip.
-func (s *Store) undecodable(ctx context.Context, node *redis.Client, keys []string) ([]string, error) {
-	if err := getScript.Load(ctx, node).Err(); err != nil {
-		return nil, storeError("list", err, false)
-	}
-	cmds := make([]*redis.Cmd, len(keys))
-	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			cmds[i] = getScript.EvalSha(ctx, p, []string{keysFor(s.opts.Prefix, k).record})
-		}
-		return nil
-	})
-	var out []string
-	for i, k := range keys {
-		res, err := cmds[i].Slice()
-		if err != nil {
-			return nil, storeError("list", err, false)
-		}
-		if code, _ := replyInt(res, 0); code == resultCorrupt {
-			out = append(out, k)
-			continue
-		}
-		if _, ok, err := scriptRecord(k, res, 1); ok && errors.Is(err, idem.ErrCorruptRecord) {
-			out = append(out, k)
-		}
-	}
-	return out, nil
 }
 
 // PurgeCorrupt implements idem.CorruptPurger. It reads the record, checks

@@ -38,6 +38,16 @@ type PrefixLister interface {
 // for limit ≤ 0.
 const DefaultListLimit = 1000
 
+// ListLimit is how many records a listing asked for limit returns at most:
+// limit, or DefaultListLimit when limit ≤ 0. Stores apply the rule of
+// ListStuck, ListStuckPrefix and ListCorrupt with it.
+func ListLimit(limit int) int {
+	if limit <= 0 {
+		return DefaultListLimit
+	}
+	return limit
+}
+
 // StoreStats counts the records of a store.
 type StoreStats struct {
 	// InProgress counts in-progress records; Stuck those of them whose

@@ -20,9 +20,7 @@ func (s *Store) ListStuck(ctx context.Context, olderThan time.Duration, limit in
 // ListStuckPrefix implements idem.PrefixLister: ListStuck of the keys that
 // start with prefix.
 func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan time.Duration, limit int) ([]*idem.Record, error) {
-	if limit <= 0 {
-		limit = idem.DefaultListLimit
-	}
+	limit = idem.ListLimit(limit)
 	olderThan = max(olderThan, 0)
 	var out []*idem.Record
 	err := s.eachShard(ctx, func(entries map[string]*entry, now time.Time) bool {

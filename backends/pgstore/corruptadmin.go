@@ -82,9 +82,7 @@ func (s *Store) GetCorrupt(ctx context.Context, key string) (*idem.CorruptRecord
 // whose key starts with prefix in Go, with Get's decoder, and reads the
 // columns of those that do not decode.
 func (s *Store) ListCorrupt(ctx context.Context, prefix string, limit int) ([]*idem.CorruptRecord, error) {
-	if limit <= 0 {
-		limit = idem.DefaultListLimit
-	}
+	limit = idem.ListLimit(limit)
 	var keys []string
 	err := s.eachPresentRow(ctx, "list", prefix, func(key string, _ *idem.Record, err error, _ time.Time) bool {
 		if err != nil {

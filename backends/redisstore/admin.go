@@ -28,9 +28,7 @@ func (s *Store) ListStuck(ctx context.Context, olderThan time.Duration, limit in
 // start with prefix. The SCAN matches the prefix, so the records of other
 // keys are not read.
 func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan time.Duration, limit int) ([]*idem.Record, error) {
-	if limit <= 0 {
-		limit = idem.DefaultListLimit
-	}
+	limit = idem.ListLimit(limit)
 	olderThan = max(olderThan, 0)
 	var out []*idem.Record
 	errFull := errors.New("full")

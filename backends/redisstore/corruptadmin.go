@@ -151,9 +151,7 @@ func rawRecord(key string, res []any) (*idem.CorruptRecord, bool) {
 // script in one pipelined round trip, and reads the raw content of the
 // records that do not decode.
 func (s *Store) ListCorrupt(ctx context.Context, prefix string, limit int) ([]*idem.CorruptRecord, error) {
-	if limit <= 0 {
-		limit = idem.DefaultListLimit
-	}
+	limit = idem.ListLimit(limit)
 	var out []*idem.CorruptRecord
 	errFull := errors.New("full")
 	err := s.scanRecords(ctx, prefix, func(ctx context.Context, node *redis.Client, keys []string) error {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 	"github.com/idembench/idembench/workload"
 )
@@ -12,8 +14,8 @@ import (
 // allFaults is one window of every fault that a correct service with any
 // store must survive (a kill is not one of them: a service that keeps its
 // records in memory forgets them).
-var allFaults = []Fault{
-	{Kind: FaultDropReplies}, {Kind: FaultLatency}, {Kind: FaultReset}, {Kind: FaultPartition}, {Kind: FaultPause},
+var allFaults = []chaos.Fault{
+	{Kind: history.FaultDropReplies}, {Kind: history.FaultLatency}, {Kind: history.FaultReset}, {Kind: history.FaultPartition}, {Kind: history.FaultPause},
 }
 
 // correctSpec is the workload the correct server must pass: duplicates,
@@ -92,7 +94,7 @@ func TestKillRestart(t *testing.T) {
 		Target: exampleTarget(t), Seed: 3, Duration: time.Second, Clients: 4,
 		Keys:   workload.Keys{Delayed: 1, Delay: 500 * time.Millisecond},
 		Retry:  workload.Retry{MaxAttempts: 8, Timeout: 300 * time.Millisecond, Backoff: 50 * time.Millisecond},
-		Faults: []Fault{{Kind: FaultKill, At: 300 * time.Millisecond, For: 100 * time.Millisecond}},
+		Faults: []chaos.Fault{{Kind: history.FaultKill, Start: 300 * time.Millisecond, Duration: 100 * time.Millisecond}},
 	}
 	out, err := Run(context.Background(), spec)
 	if ExitCode(err) != ExitViolation {

@@ -59,11 +59,11 @@
 //
 // # Faults
 //
-// Network faults (FaultDropReplies, FaultLatency, FaultReset,
-// FaultPartition) act on an embedded toxiproxy (package chaos/netfault) in
-// front of the service, which must then be on loopback; process faults
-// (FaultKill then restart, FaultPause with SIGSTOP/SIGCONT) need a started
-// service. Fault times are drawn from the seed when not given, and every
+// A Spec's faults are chaos.Faults of the kinds of FaultKinds. Network
+// faults (drop-replies, latency, reset, partition) act on an embedded
+// toxiproxy (package chaos/netfault) in front of the service, which must
+// then be on loopback; process faults (kill then restart, pause with
+// SIGSTOP/SIGCONT) need a started service. Fault times are drawn from the seed when not given, and every
 // window is recorded in the history.
 //
 // # Cleanup

@@ -12,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 )
 
 func TestParseTargetErrors(t *testing.T) {
@@ -66,9 +69,9 @@ func TestSpecErrors(t *testing.T) {
 	}{
 		{"no target", Spec{Duration: time.Second}, "no target"},
 		{"no duration", Spec{Target: base()}, "duration"},
-		{"kill without start", Spec{Target: base(), Duration: time.Second, Faults: []Fault{{Kind: FaultKill}}}, "needs a target with a start command"},
-		{"unknown fault", Spec{Target: base(), Duration: time.Second, Faults: []Fault{{Kind: "meteor"}}}, `unknown kind "meteor"`},
-		{"fault after the end", Spec{Target: base(), Duration: time.Second, Faults: []Fault{{Kind: FaultReset, At: 2 * time.Second}}}, "within the duration"},
+		{"kill without start", Spec{Target: base(), Duration: time.Second, Faults: []chaos.Fault{{Kind: history.FaultKill}}}, "needs a target with a start command"},
+		{"unknown fault", Spec{Target: base(), Duration: time.Second, Faults: []chaos.Fault{{Kind: "meteor"}}}, `unknown kind "meteor"`},
+		{"fault after the end", Spec{Target: base(), Duration: time.Second, Faults: []chaos.Fault{{Kind: history.FaultReset, Start: 2 * time.Second}}}, "within the duration"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,59 +13,33 @@ import (
 	"github.com/idembench/idembench/history"
 )
 
-// Fault kinds. The network faults act on an embedded fault proxy between
-// the clients and the service; the process faults need Target.Start.
-const (
-	// FaultDropReplies: requests reach the service and are processed, the
-	// replies are lost; clients time out with an unknown outcome.
-	FaultDropReplies = "drop-replies"
-	// FaultLatency delays every reply by Fault.Latency (beyond the client
-	// timeout by default).
-	FaultLatency = "latency"
-	// FaultReset resets every connection as soon as a byte flows on it,
-	// so answers are cut in the middle.
-	FaultReset = "reset"
-	// FaultPartition cuts the link both ways.
-	FaultPartition = "partition"
-	// FaultKill sends SIGKILL to the service and restarts it after
-	// Fault.For.
-	FaultKill = "kill"
-	// FaultPause stops the service with SIGSTOP for Fault.For, then
-	// SIGCONT.
-	FaultPause = "pause"
-)
-
-// FaultKinds lists every fault kind.
-var FaultKinds = []string{FaultDropReplies, FaultLatency, FaultReset, FaultPartition, FaultKill, FaultPause}
-
-// Fault is one fault window of a run.
-type Fault struct {
-	// Kind is one of FaultKinds.
-	Kind string
-	// At is when the fault starts, after traffic starts. Zero means a
-	// seeded random time in the first 70% of the traffic.
-	At time.Duration
-	// For is how long it lasts; zero means 300 ms, at most MaxWait. For
-	// FaultKill it is the time the service stays down before it is
-	// restarted.
-	For time.Duration
-	// Latency is the delay of FaultLatency; zero means twice the client
-	// timeout (1 s without one), at most MaxWait.
-	Latency time.Duration
-}
-
-func (f Fault) network() bool {
-	switch f.Kind {
-	case FaultDropReplies, FaultLatency, FaultReset, FaultPartition:
-		return true
-	}
-	return false
-}
+// FaultKinds lists the kinds of fault a black-box run injects (a
+// Spec's Faults are chaos.Faults of these kinds). The network kinds act on
+// an embedded fault proxy between the clients and the service; the
+// process kinds need Target.Start:
+//   - drop-replies: requests reach the service and are processed, the
+//     replies are lost; clients time out with an unknown outcome;
+//   - latency: every reply is delayed by the fault's Latency (beyond the
+//     client timeout by default);
+//   - reset: every connection is reset as soon as a byte flows on it,
+//     so answers are cut in the middle;
+//   - partition: the link is cut both ways;
+//   - kill: the service gets SIGKILL and is started again after the
+//     fault's Duration;
+//   - pause: the service is stopped with SIGSTOP for the fault's
+//     Duration, then gets SIGCONT.
+//
+// A fault fires once, at its Start after traffic starts (zero: a seeded
+// time in the first 70% of the traffic), for its Duration (zero: 300 ms,
+// at most MaxWait); a latency of zero is twice the client timeout (1 s
+// without one), at most MaxWait.
+var FaultKinds = []history.FaultKind{history.FaultDropReplies, history.FaultLatency, history.FaultReset,
+	history.FaultPartition, history.FaultKill, history.FaultPause}
 
 // faultRunner applies a seeded schedule of faults and records the windows
 // of the process faults (the proxy records its own).
 type faultRunner struct {
-	faults []Fault
+	faults []chaos.Fault
 	proxy  *netfault.Proxy
 	svc    *service
 	now    func() int64
@@ -77,18 +51,19 @@ type faultRunner struct {
 	wg      sync.WaitGroup
 }
 
-// schedule fills in the zero At, For and Latency of faults from seed.
-func schedule(faults []Fault, seed int64, traffic, timeout time.Duration) []Fault {
+// schedule fills in the zero Start, Duration and Latency of faults from
+// seed.
+func schedule(faults []chaos.Fault, seed int64, traffic, timeout time.Duration) []chaos.Fault {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0xfa17))
-	out := make([]Fault, len(faults))
+	out := make([]chaos.Fault, len(faults))
 	for i, f := range faults {
-		if f.At == 0 {
-			f.At = time.Duration(rng.Int64N(int64(traffic)*7/10 + 1))
+		if f.Start == 0 {
+			f.Start = time.Duration(rng.Int64N(int64(traffic)*7/10 + 1))
 		}
-		if f.For == 0 {
-			f.For = 300 * time.Millisecond
+		if f.Duration == 0 {
+			f.Duration = 300 * time.Millisecond
 		}
-		if f.Kind == FaultLatency && f.Latency == 0 {
+		if f.Kind == history.FaultLatency && f.Latency == 0 {
 			f.Latency = 2 * timeout
 			if timeout == 0 {
 				f.Latency = time.Second
@@ -105,7 +80,7 @@ func (r *faultRunner) start(ctx context.Context) {
 	for _, f := range r.faults {
 		r.wg.Go(func() {
 			select {
-			case <-time.After(f.At):
+			case <-time.After(f.Start):
 			case <-ctx.Done():
 				return
 			}
@@ -146,31 +121,27 @@ func (r *faultRunner) stop(ctx context.Context) error {
 	return nil
 }
 
-func (r *faultRunner) apply(ctx context.Context, f Fault) error {
+func (r *faultRunner) apply(ctx context.Context, f chaos.Fault) error {
 	wait := func() {
 		select {
-		case <-time.After(f.For):
+		case <-time.After(f.Duration):
 		case <-ctx.Done():
 		}
 	}
-	switch f.Kind {
-	case FaultDropReplies, FaultReset, FaultPartition, FaultLatency:
-		nf := chaos.Fault{Kind: history.FaultKind(f.Kind), Duration: f.For}
-		if f.Kind == FaultLatency {
-			nf.Latency = f.Latency
-		}
-		err := r.proxy.Inject(ctx, nf)
+	switch {
+	case f.Kind.Network():
+		err := r.proxy.Inject(ctx, f)
 		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("blackbox: fault %s: %w", f.Kind, err)
 		}
 		return nil
-	case FaultPause:
+	case f.Kind == history.FaultPause:
 		start := r.now()
 		r.svc.signal(syscall.SIGSTOP)
 		wait()
 		r.svc.signal(syscall.SIGCONT)
-		r.record(history.FaultPause, start, "pause service (SIGSTOP) "+f.For.String())
-	case FaultKill:
+		r.record(history.FaultPause, start, "pause service (SIGSTOP) "+f.Duration.String())
+	case f.Kind == history.FaultKill:
 		start := r.now()
 		r.svc.kill()
 		wait()

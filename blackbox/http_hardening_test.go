@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/workload"
@@ -136,9 +137,9 @@ func TestSpecLimits(t *testing.T) {
 		}
 		return tg
 	}
-	many := make([]Fault, MaxFaults+1)
+	many := make([]chaos.Fault, MaxFaults+1)
 	for i := range many {
-		many[i] = Fault{Kind: FaultReset}
+		many[i] = chaos.Fault{Kind: history.FaultReset}
 	}
 	cases := []struct {
 		name string
@@ -149,7 +150,7 @@ func TestSpecLimits(t *testing.T) {
 		{"probe_after 100h", Spec{ProbeAfter: 100 * time.Hour}, "probe_after: 100h0m0s is above the limit of 10m0s"},
 		{"check_timeout 2h", Spec{CheckTimeout: 2 * time.Hour}, "check_timeout"},
 		{"101 faults", Spec{Faults: many}, "faults: 101 entries, above the limit of 100"},
-		{"fault for 1h", Spec{Faults: []Fault{{Kind: FaultReset, For: time.Hour}}}, "for and latency at most 10m0s"},
+		{"fault for 1h", Spec{Faults: []chaos.Fault{{Kind: history.FaultReset, Duration: time.Hour}}}, "duration and latency at most 10m0s"},
 		{"duration 48h", Spec{Duration: 48 * time.Hour}, "duration: 48h0m0s is above the limit of 24h0m0s"},
 	}
 	for _, tc := range cases {

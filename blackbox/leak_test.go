@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/workload"
 )
 
@@ -53,12 +55,12 @@ func TestNothingLeftRunning(t *testing.T) {
 		name     string
 		flaw     []string
 		cancelAt time.Duration
-		faults   []Fault
+		faults   []chaos.Fault
 	}{
-		{name: "pass", faults: []Fault{{Kind: FaultPartition}, {Kind: FaultPause}}},
-		{name: "violation", flaw: []string{"--flaw", "effect-before-claim"}, faults: []Fault{{Kind: FaultDropReplies}}},
+		{name: "pass", faults: []chaos.Fault{{Kind: history.FaultPartition}, {Kind: history.FaultPause}}},
+		{name: "violation", flaw: []string{"--flaw", "effect-before-claim"}, faults: []chaos.Fault{{Kind: history.FaultDropReplies}}},
 		{name: "cancelled while paused", cancelAt: 400 * time.Millisecond,
-			faults: []Fault{{Kind: FaultPause, At: 200 * time.Millisecond, For: 2 * time.Second}, {Kind: FaultLatency, At: 100 * time.Millisecond, For: 500 * time.Millisecond}}},
+			faults: []chaos.Fault{{Kind: history.FaultPause, Start: 200 * time.Millisecond, Duration: 2 * time.Second}, {Kind: history.FaultLatency, Start: 100 * time.Millisecond, Duration: 500 * time.Millisecond}}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

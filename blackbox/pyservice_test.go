@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/workload"
 )
 
@@ -37,7 +39,7 @@ func TestPythonService(t *testing.T) {
 			Target: tg, Seed: 5, Duration: 800 * time.Millisecond, Clients: 4,
 			Keys:   workload.Keys{Concurrent: 1, Delayed: 1, Delay: 30 * time.Millisecond, MismatchRate: 0.02},
 			Retry:  workload.Retry{MaxAttempts: 6, Timeout: 500 * time.Millisecond, Backoff: 20 * time.Millisecond},
-			Faults: []Fault{{Kind: FaultDropReplies}, {Kind: FaultPause}},
+			Faults: []chaos.Fault{{Kind: history.FaultDropReplies}, {Kind: history.FaultPause}},
 		}
 	}
 	t.Run("correct", func(t *testing.T) {

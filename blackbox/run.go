@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
@@ -52,9 +54,10 @@ type Spec struct {
 	// Retry is the client's policy. Zero MaxAttempts means
 	// DefaultAttempts, zero Timeout DefaultTimeout.
 	Retry workload.Retry
-	// Faults are injected during the traffic, on one seeded schedule; at
-	// most MaxFaults.
-	Faults []Fault
+	// Faults are injected during the traffic, on one seeded schedule: at
+	// most MaxFaults, of the kinds of FaultKinds, each at its Start for
+	// its Duration (FaultKinds says what zero means).
+	Faults []chaos.Fault
 	// ProbeAfter is the wait between the end of traffic (faults healed)
 	// and the liveness probe; zero means DefaultProbeAfter, at most
 	// MaxWait. Set it above the service's lease or lock timeout when it
@@ -137,29 +140,23 @@ func (s *Spec) validate() error {
 	}
 	s.Keys, s.Retry = cfg.Keys, cfg.Retry
 	for i, f := range s.Faults {
-		if !containsString(FaultKinds, f.Kind) {
-			return usagef("faults[%d]: unknown kind %q (want one of %v)", i, f.Kind, FaultKinds)
+		if !slices.Contains(FaultKinds, f.Kind) {
+			return usagef("faults[%d]: unknown kind %q (want one of %s)", i, f.Kind, history.JoinFaultKinds(FaultKinds))
 		}
-		if !f.network() && s.Target.Start == nil {
+		if !f.Kind.Network() && s.Target.Start == nil {
 			return usagef("faults[%d]: %s needs a target with a start command", i, f.Kind)
 		}
-		if f.At < 0 || f.At >= s.Duration || f.For < 0 || f.Latency < 0 {
-			return usagef("faults[%d]: at must be within the duration, for and latency not negative", i)
+		if f.Start < 0 || f.Start >= s.Duration || f.Duration < 0 || f.Latency < 0 {
+			return usagef("faults[%d]: start must be within the duration, duration and latency not negative", i)
 		}
-		if f.For > MaxWait || f.Latency > MaxWait {
-			return usagef("faults[%d]: for and latency at most %s", i, MaxWait)
+		if f.Duration > MaxWait || f.Latency > MaxWait {
+			return usagef("faults[%d]: duration and latency at most %s", i, MaxWait)
+		}
+		if f.Count != 0 || f.Probability != 0 || f.End != 0 || f.Point != 0 || f.Jitter != 0 || f.ThenFail {
+			return usagef("faults[%d]: a black-box fault has a kind, a start, a duration and a latency only", i)
 		}
 	}
 	return nil
-}
-
-func containsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Run drives the target as spec says and checks what happened: it starts
@@ -256,7 +253,7 @@ func (r *runner) setup(ctx context.Context) (string, error) {
 		DisableCompression:  true,
 	}
 	for _, f := range r.spec.Faults {
-		if !f.network() {
+		if !f.Kind.Network() {
 			continue
 		}
 		u, err := url.Parse(base)
@@ -469,7 +466,7 @@ func (r *runner) header(wall time.Time, base string) history.Header {
 		opts["rate"] = strconv.FormatFloat(spec.Rate, 'g', -1, 64)
 	}
 	for i, f := range spec.Faults {
-		opts["fault."+strconv.Itoa(i)] = f.Kind
+		opts["fault."+strconv.Itoa(i)] = string(f.Kind)
 	}
 	return history.Header{
 		Tool: "idembench blackbox", Scenario: "http:" + t.Name, Seed: spec.Seed,

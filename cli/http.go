@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/blackbox"
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/workload"
 )
@@ -56,7 +58,7 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	}
 	for _, k := range c.Faults {
 		if k = strings.TrimSpace(k); k != "" {
-			sp.Faults = append(sp.Faults, blackbox.Fault{Kind: k})
+			sp.Faults = append(sp.Faults, chaos.Fault{Kind: history.FaultKind(k)})
 		}
 	}
 	if err := sp.Validate(); err != nil {
@@ -172,8 +174,8 @@ func (c *httpCmd) checkFlags() error {
 		return usage("--start-arg: %d arguments, above the limit of %d", len(c.StartArg), blackbox.MaxEntries)
 	}
 	for _, k := range c.Faults {
-		if k = strings.TrimSpace(k); k != "" && !slices.Contains(blackbox.FaultKinds, k) {
-			return usage("--faults: unknown fault %q (want one of %s)", k, strings.Join(blackbox.FaultKinds, ", "))
+		if k = strings.TrimSpace(k); k != "" && !slices.Contains(blackbox.FaultKinds, history.FaultKind(k)) {
+			return usage("--faults: unknown fault %q (want one of %s)", k, history.JoinFaultKinds(blackbox.FaultKinds))
 		}
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,9 +59,8 @@ type RedisCluster struct {
 	nodes   []*Redis // primaries first, then their replicas in order
 	proxies []*lagProxy
 
-	mu      sync.Mutex // serializes Failover and Stop
-	dead    map[int]bool
-	stopped bool
+	stopGuard // serializes Failover and Stop
+	dead      map[int]bool
 }
 
 var _ Topology = (*RedisCluster)(nil)
@@ -460,16 +458,11 @@ func keySlot(key string) int {
 // Stop stops every node (SIGKILL) and the lag proxies, waits for them and
 // removes their directories. It is idempotent.
 func (c *RedisCluster) Stop() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopped {
-		return nil
-	}
-	c.stopped = true
-	unregister(c)
-	err := stopAll(c.nodes)
-	for _, p := range c.proxies {
-		err = errors.Join(err, p.Close())
-	}
-	return err
+	return c.stopOnce(c, func() error {
+		err := stopAll(c.nodes)
+		for _, p := range c.proxies {
+			err = errors.Join(err, p.Close())
+		}
+		return err
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -54,10 +53,9 @@ type PostgresReplicated struct {
 	standby *Postgres
 	proxy   *lagProxy
 
-	mu       sync.Mutex // serializes Failover, its steps and Stop
-	killed   bool       // KillPrimary ran
-	promoted bool
-	stopped  bool
+	stopGuard      // serializes Failover, its steps and Stop
+	killed    bool // KillPrimary ran
+	promoted  bool
 }
 
 var _ StepFailover = (*PostgresReplicated)(nil)
@@ -409,26 +407,21 @@ func (t *PostgresReplicated) promote(ctx context.Context) error {
 // Stop stops the lag proxy and both servers and removes the directory. It
 // is idempotent.
 func (t *PostgresReplicated) Stop() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.stopped {
-		return nil
-	}
-	t.stopped = true
-	unregister(t)
-	var err error
-	if t.proxy != nil {
-		err = t.proxy.Close()
-	}
-	var servers []*Postgres
-	for _, pg := range []*Postgres{t.standby, t.primary} {
-		if pg != nil {
-			servers = append(servers, pg)
+	return t.stopOnce(t, func() error {
+		var err error
+		if t.proxy != nil {
+			err = t.proxy.Close()
 		}
-	}
-	err = errors.Join(err, stopAll(servers))
-	if rerr := os.RemoveAll(t.dir); rerr != nil {
-		err = errors.Join(err, fmt.Errorf("servers: remove %s: %w", t.dir, rerr))
-	}
-	return err
+		var servers []*Postgres
+		for _, pg := range []*Postgres{t.standby, t.primary} {
+			if pg != nil {
+				servers = append(servers, pg)
+			}
+		}
+		err = errors.Join(err, stopAll(servers))
+		if rerr := os.RemoveAll(t.dir); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("servers: remove %s: %w", t.dir, rerr))
+		}
+		return err
+	})
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -63,9 +62,8 @@ type Postgres struct {
 	tempDir bool
 	port    int // fixed at start; Restart reuses it
 
-	mu      sync.Mutex // serializes Restart and Stop
-	p       atomic.Pointer[proc]
-	stopped bool
+	stopGuard // serializes Restart and Stop
+	p         atomic.Pointer[proc]
 }
 
 // StartPostgres creates a cluster with initdb (superuser "postgres", trust
@@ -371,18 +369,13 @@ func (pg *Postgres) Restart(ctx context.Context) error {
 // process of the group is gone, and removes the directory if StartPostgres
 // created it. Stop is idempotent: later calls return nil.
 func (pg *Postgres) Stop() error {
-	pg.mu.Lock()
-	defer pg.mu.Unlock()
-	if pg.stopped {
-		return nil
-	}
-	pg.stopped = true
-	unregister(pg)
-	err := pg.p.Load().shutdown(syscall.SIGINT)
-	if pg.tempDir {
-		if rerr := os.RemoveAll(pg.dir); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("servers: remove %s: %w", pg.dir, rerr))
+	return pg.stopOnce(pg, func() error {
+		err := pg.p.Load().shutdown(syscall.SIGINT)
+		if pg.tempDir {
+			if rerr := os.RemoveAll(pg.dir); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("servers: remove %s: %w", pg.dir, rerr))
+			}
 		}
-	}
-	return err
+		return err
+	})
 }

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -73,9 +72,8 @@ type Redis struct {
 
 	port int // fixed at start; Restart reuses it
 
-	mu      sync.Mutex // serializes Restart and Stop
-	p       atomic.Pointer[proc]
-	stopped bool
+	stopGuard // serializes Restart and Stop
+	p         atomic.Pointer[proc]
 }
 
 // StartRedis starts redis-server on 127.0.0.1 with the given options and
@@ -333,18 +331,13 @@ func (r *Redis) Restart(ctx context.Context) error {
 // exited, and removes the directory if StartRedis created it. Stop is
 // idempotent: later calls return nil.
 func (r *Redis) Stop() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped {
-		return nil
-	}
-	r.stopped = true
-	unregister(r)
-	err := r.p.Load().kill()
-	if r.tempDir {
-		if rerr := os.RemoveAll(r.dir); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("servers: remove %s: %w", r.dir, rerr))
+	return r.stopOnce(r, func() error {
+		err := r.p.Load().kill()
+		if r.tempDir {
+			if rerr := os.RemoveAll(r.dir); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("servers: remove %s: %w", r.dir, rerr))
+			}
 		}
-	}
-	return err
+		return err
+	})
 }

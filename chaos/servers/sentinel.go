@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,11 +54,10 @@ type RedisSentinel struct {
 	sentinels []*Redis
 	proxies   []*lagProxy
 
-	mu      sync.Mutex // serializes Failover, its steps and Stop
-	primary int        // index in nodes of the current primary
-	dead    map[int]bool
-	killed  int // index of a primary KillPrimary killed and no Promote followed, else -1
-	stopped bool
+	stopGuard     // serializes Failover, its steps and Stop
+	primary   int // index in nodes of the current primary
+	dead      map[int]bool
+	killed    int // index of a primary KillPrimary killed and no Promote followed, else -1
 }
 
 var _ StepFailover = (*RedisSentinel)(nil)
@@ -397,16 +395,11 @@ func isRedisPrimary(ctx context.Context, addr string) bool {
 // Stop stops the Sentinels, the lag proxies and the data nodes (SIGKILL),
 // waits for them and removes their directories. It is idempotent.
 func (s *RedisSentinel) Stop() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return nil
-	}
-	s.stopped = true
-	unregister(s)
-	err := stopAll(s.sentinels)
-	for _, p := range s.proxies {
-		err = errors.Join(err, p.Close())
-	}
-	return errors.Join(err, stopAll(s.nodes))
+	return s.stopOnce(s, func() error {
+		err := stopAll(s.sentinels)
+		for _, p := range s.proxies {
+			err = errors.Join(err, p.Close())
+		}
+		return errors.Join(err, stopAll(s.nodes))
+	})
 }

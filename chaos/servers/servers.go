@@ -47,6 +47,27 @@ func unregister(s stopper) {
 	live.Unlock()
 }
 
+// stopGuard is the lock of a server or topology and whether it was
+// stopped: its methods that must not run after Stop (Restart, Failover,
+// Kill, ...) check stopped under mu.
+type stopGuard struct {
+	mu      sync.Mutex
+	stopped bool
+}
+
+// stopOnce is every Stop: the first call unregisters s and runs stop under
+// the lock; later calls return nil.
+func (g *stopGuard) stopOnce(s stopper, stop func() error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return nil
+	}
+	g.stopped = true
+	unregister(s)
+	return stop()
+}
+
 // StopAll stops every server this process started and has not stopped yet,
 // concurrently, and returns their errors joined. It is safe to call from a
 // signal handler goroutine while other goroutines use the servers, and more

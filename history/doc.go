@@ -18,8 +18,11 @@
 //     accepted it, Token is the fencing token it carried, Exec the execution
 //     id. An effect whose acknowledgement was lost has Outcome unknown and
 //     should be resolved from the ledger with ResolveEffects before checking.
-//   - KindFault: a fault window from Call to Return, described by Label
-//     ("pause client 3", "crash after-effect").
+//   - KindFault: a fault window from Call to Return, built by Fault: Fault
+//     says what it did (one of FaultKinds: crash, pause, restart,
+//     partition, ...; "fault" in JSON, absent from histories written
+//     before it existed) and Label describes it ("pause client 3", "crash
+//     at after-fn"). CountFaults counts them by kind.
 //   - KindLease: one lease step as the engine's observer saw it (a grant,
 //     a take-over with the PrevToken it superseded, a renewal, an accepted
 //     or refused fenced write), named by Transition, with the lease's Token;

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 	"github.com/idembench/idembench/workload"
@@ -55,6 +56,7 @@ func TestCorrectServerPasses(t *testing.T) {
 				t.Errorf("verdict %q, want ok", out.Verdict)
 			}
 			st := out.Check.Stats
+			t.Logf("checked: %+v", st)
 			if st.Calls < 20 || st.Effects < 5 || st.Probes == 0 || st.Faults != len(allFaults) || st.UnknownCalls == 0 {
 				t.Errorf("too little was checked (the faults must leave unknown calls): %+v", st)
 			}
@@ -97,7 +99,7 @@ func TestKillRestart(t *testing.T) {
 		Faults: []chaos.Fault{{Kind: history.FaultKill, Start: 300 * time.Millisecond, Duration: 100 * time.Millisecond}},
 	}
 	out, err := Run(context.Background(), spec)
-	if ExitCode(err) != ExitViolation {
+	if checker.ExitCode(err) != checker.ExitViolation {
 		t.Fatalf("err %v, want a violation (records lost by the restart)", err)
 	}
 	if out.Check.Result("I1").Violations == 0 {

@@ -3,21 +3,24 @@ package blackbox
 import (
 	"errors"
 	"fmt"
+
+	"github.com/idembench/idembench/checker"
 )
 
 // Sentinel errors of Run, one per exit class. Every error Run returns
 // wraps exactly one of ErrUsage, ErrEnvironment, ErrViolation,
 // ErrInconclusive or ErrThreshold (ErrConformance, ErrOracle,
-// ErrServiceExited and ErrNoSuccess come with one of those too); ExitCode
-// maps them to the CLI's exit codes.
+// ErrServiceExited and ErrNoSuccess come with one of those too), each of
+// them of one of checker's classes: checker.ExitCode maps them to the exit
+// codes of every idembench command.
 var (
 	// ErrUsage means the Spec or the target file is wrong: an unknown or
 	// missing field, a bad template, a value out of range (exit 2).
-	ErrUsage = errors.New("blackbox: invalid spec")
+	ErrUsage = checker.Classed("blackbox: invalid spec", checker.ErrUsage)
 	// ErrEnvironment means the run could not be carried out: the service
 	// is unreachable, never became ready or died, a port could not be
 	// opened, the oracle could not be read (exit 5).
-	ErrEnvironment = errors.New("blackbox: environment")
+	ErrEnvironment = checker.Classed("blackbox: environment", checker.ErrEnvironment)
 	// ErrOracle means the effects oracle answered something that is not a
 	// valid answer (garbage, a wrong shape, an error status). It wraps
 	// ErrEnvironment.
@@ -40,48 +43,17 @@ var (
 	ErrNoSuccess = errors.New("blackbox: no request succeeded")
 	// ErrViolation means the checker found a double execution or another
 	// invariant broken (exit 1). Outcome.Check has the details.
-	ErrViolation = errors.New("blackbox: violation")
+	ErrViolation = checker.Classed("blackbox: violation", checker.ErrViolation)
 	// ErrConformance means a conformance probe failed and the target did
 	// not declare the deviation. It wraps ErrViolation (exit 1).
 	ErrConformance = fmt.Errorf("%w: conformance", ErrViolation)
 	// ErrInconclusive means no violation was found but the check could not
 	// prove the history correct (checker timeout, no calls) (exit 3).
-	ErrInconclusive = errors.New("blackbox: inconclusive")
+	ErrInconclusive = checker.Classed("blackbox: inconclusive", checker.ErrInconclusive)
 	// ErrThreshold means a performance or availability threshold of
 	// Spec.Thresholds was missed (exit 4).
-	ErrThreshold = errors.New("blackbox: threshold missed")
+	ErrThreshold = checker.Classed("blackbox: threshold missed", checker.ErrThreshold)
 )
-
-// Exit codes returned by ExitCode; they are the codes of every idembench
-// command.
-const (
-	ExitPass         = 0
-	ExitViolation    = 1
-	ExitUsage        = 2
-	ExitInconclusive = 3
-	ExitThreshold    = 4
-	ExitEnvironment  = 5
-)
-
-// ExitCode maps an error returned by Run to the CLI's exit code: nil is 0,
-// ErrViolation (and ErrConformance) 1, ErrUsage 2, ErrInconclusive 3,
-// ErrThreshold 4, ErrEnvironment (and ErrOracle) 5. Any other error,
-// context cancellation included, is 5: the run did not happen as asked.
-func ExitCode(err error) int {
-	switch {
-	case err == nil:
-		return ExitPass
-	case errors.Is(err, ErrUsage):
-		return ExitUsage
-	case errors.Is(err, ErrViolation):
-		return ExitViolation
-	case errors.Is(err, ErrInconclusive):
-		return ExitInconclusive
-	case errors.Is(err, ErrThreshold):
-		return ExitThreshold
-	}
-	return ExitEnvironment
-}
 
 func usagef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))

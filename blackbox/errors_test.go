@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idembench/idembench/checker"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -44,7 +45,7 @@ func TestParseTargetErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseTarget(strings.NewReader(tc.yaml), "t.yaml")
-			if !errors.Is(err, ErrUsage) || ExitCode(err) != ExitUsage {
+			if !errors.Is(err, ErrUsage) || checker.ExitCode(err) != checker.ExitUsage {
 				t.Fatalf("err %v, want ErrUsage", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "t.yaml") {
@@ -76,7 +77,7 @@ func TestSpecErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tc.spec)
-			if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tc.want) {
+			if checker.ExitCode(err) != checker.ExitUsage || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want a usage error naming %q", err, tc.want)
 			}
 		})
@@ -116,7 +117,7 @@ func TestEnvironmentErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(context.Background(), Spec{Target: tc.tg, Duration: time.Second})
-			if !errors.Is(err, ErrEnvironment) || ExitCode(err) != ExitEnvironment {
+			if !errors.Is(err, ErrEnvironment) || checker.ExitCode(err) != checker.ExitEnvironment {
 				t.Fatalf("err %v, want ErrEnvironment", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
@@ -197,11 +198,11 @@ func TestQueryOracles(t *testing.T) {
 		oracle          string
 		wantCode        int
 	}{
-		{"http counts, correct", false, false, "oracle: {kind: http, url: '%s/effects'}\n", ExitPass},
-		{"http counts, double execution", true, false, "oracle: {kind: http, url: '%s/effects'}\n", ExitViolation},
-		{"http garbage", false, true, "oracle: {kind: http, url: '%s/effects'}\n", ExitEnvironment},
-		{"response ids, double execution", true, false, "", ExitViolation},
-		{"response ids, correct", false, false, "", ExitPass},
+		{"http counts, correct", false, false, "oracle: {kind: http, url: '%s/effects'}\n", checker.ExitPass},
+		{"http counts, double execution", true, false, "oracle: {kind: http, url: '%s/effects'}\n", checker.ExitViolation},
+		{"http garbage", false, true, "oracle: {kind: http, url: '%s/effects'}\n", checker.ExitEnvironment},
+		{"response ids, double execution", true, false, "", checker.ExitViolation},
+		{"response ids, correct", false, false, "", checker.ExitPass},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,16 +216,16 @@ func TestQueryOracles(t *testing.T) {
 			tg := toyTarget(t, srv, oracle+"conformance: {skip: true}\n")
 			out, err := Run(context.Background(), Spec{Target: tg, Seed: 1, Duration: 300 * time.Millisecond, Clients: 2,
 				Keys: keysWithCopies()})
-			if ExitCode(err) != tc.wantCode {
-				t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, tc.wantCode)
+			if checker.ExitCode(err) != tc.wantCode {
+				t.Fatalf("exit %d (%v), want %d", checker.ExitCode(err), err, tc.wantCode)
 			}
 			if tc.garbage && !errors.Is(err, ErrOracle) {
 				t.Errorf("err %v, want ErrOracle", err)
 			}
-			if tc.wantCode == ExitViolation && out.Check.Result("I1").Violations == 0 {
+			if tc.wantCode == checker.ExitViolation && out.Check.Result("I1").Violations == 0 {
 				t.Errorf("double execution not reported as I1: %v", out.Check.Violated())
 			}
-			if tc.wantCode == ExitPass && out.Check.Stats.Effects == 0 {
+			if tc.wantCode == checker.ExitPass && out.Check.Stats.Effects == 0 {
 				t.Errorf("no effects came from the oracle")
 			}
 		})

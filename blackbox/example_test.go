@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/blackbox"
+	"github.com/idembench/idembench/checker"
 )
 
 func ExampleParseTarget() {
@@ -32,7 +33,7 @@ operation:
 	fmt.Println(op.Method, op.Path, op.KeyHeader, op.Success, tg.Oracle.Kind)
 
 	_, err = blackbox.ParseTarget(strings.NewReader("name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p}\nretries: 3\n"), "bad.yaml")
-	fmt.Println(blackbox.ExitCode(err), err)
+	fmt.Println(checker.ExitCode(err), err)
 	// Output:
 	// POST /payments Idempotency-Key [200 201] response
 	// 2 blackbox: invalid spec: bad.yaml: yaml: unmarshal errors:
@@ -90,7 +91,7 @@ operation:
 		return
 	}
 	out, err := blackbox.Run(context.Background(), blackbox.Spec{Target: tg, Seed: 1, Duration: 200 * time.Millisecond, Clients: 2})
-	fmt.Println("verdict:", out.Verdict, "exit:", blackbox.ExitCode(err))
+	fmt.Println("verdict:", out.Verdict, "exit:", checker.ExitCode(err))
 	for _, p := range out.Conformance {
 		fmt.Println(p.ID, p.Status)
 	}

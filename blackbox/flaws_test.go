@@ -69,8 +69,8 @@ func TestFlawsCaught(t *testing.T) {
 			if !caught(out, err, tc.inv, tc.probe) {
 				t.Fatalf("flaw %s not caught: err %v, violated %v, conformance %+v", tc.flaw, err, out.Check.Violated(), out.Conformance)
 			}
-			if ExitCode(err) != ExitViolation {
-				t.Errorf("exit code %d, want %d", ExitCode(err), ExitViolation)
+			if checker.ExitCode(err) != checker.ExitViolation {
+				t.Errorf("exit code %d, want %d", checker.ExitCode(err), checker.ExitViolation)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/workload"
@@ -31,9 +32,9 @@ func TestNoRequestSucceeded(t *testing.T) {
 		body   string
 		want   int
 	}{
-		{http.StatusNotFound, "404 page not found\n", ExitUsage},
-		{http.StatusBadRequest, `{"error":"amount missing"}`, ExitUsage},
-		{http.StatusServiceUnavailable, "down for maintenance", ExitEnvironment},
+		{http.StatusNotFound, "404 page not found\n", checker.ExitUsage},
+		{http.StatusBadRequest, `{"error":"amount missing"}`, checker.ExitUsage},
+		{http.StatusServiceUnavailable, "down for maintenance", checker.ExitEnvironment},
 	}
 	for _, tc := range cases {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
@@ -49,8 +50,8 @@ func TestNoRequestSucceeded(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			out, err := Run(context.Background(), Spec{Target: tg, Seed: 1, Duration: 300 * time.Millisecond, Clients: 2, Dir: dir,
 				Retry: workload.Retry{MaxAttempts: 2, Timeout: 300 * time.Millisecond}})
-			if !errors.Is(err, ErrNoSuccess) || ExitCode(err) != tc.want {
-				t.Fatalf("err %v (exit %d), want ErrNoSuccess with exit %d", err, ExitCode(err), tc.want)
+			if !errors.Is(err, ErrNoSuccess) || checker.ExitCode(err) != tc.want {
+				t.Fatalf("err %v (exit %d), want ErrNoSuccess with exit %d", err, checker.ExitCode(err), tc.want)
 			}
 			if errors.Is(err, ErrViolation) {
 				t.Errorf("a run with nothing to check is a violation: %v", err)
@@ -102,7 +103,7 @@ func TestTargetLimits(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseTarget(strings.NewReader(tc.yaml), "t.yaml")
-			if ExitCode(err) != ExitUsage {
+			if checker.ExitCode(err) != checker.ExitUsage {
 				t.Fatalf("err %v, want a usage error", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
@@ -122,7 +123,7 @@ func TestTargetLimits(t *testing.T) {
 	}
 	f.Close()
 	_, err = LoadTarget(huge)
-	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "52428800 bytes, larger than the limit of 1048576 bytes") {
+	if checker.ExitCode(err) != checker.ExitUsage || !strings.Contains(err.Error(), "52428800 bytes, larger than the limit of 1048576 bytes") {
 		t.Errorf("50 MB target: %v, want a usage error naming the size and the limit", err)
 	}
 }
@@ -161,10 +162,10 @@ func TestSpecLimits(t *testing.T) {
 				sp.Duration = time.Second
 			}
 			err := sp.Validate()
-			if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tc.want) {
+			if checker.ExitCode(err) != checker.ExitUsage || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate: %v, want a usage error naming %q", err, tc.want)
 			}
-			if _, err := Run(context.Background(), sp); ExitCode(err) != ExitUsage {
+			if _, err := Run(context.Background(), sp); checker.ExitCode(err) != checker.ExitUsage {
 				t.Errorf("Run: %v, want the same usage error", err)
 			}
 		})
@@ -196,8 +197,8 @@ conformance: {skip: true}
 	start := time.Now()
 	_, err = Run(context.Background(), Spec{Target: tg, Seed: 1, Duration: 6 * time.Second, Clients: 2,
 		Retry: workload.Retry{Timeout: 300 * time.Millisecond}})
-	if !errors.Is(err, ErrServiceExited) || ExitCode(err) != ExitEnvironment {
-		t.Fatalf("err %v (exit %d), want ErrServiceExited (exit 5)", err, ExitCode(err))
+	if !errors.Is(err, ErrServiceExited) || checker.ExitCode(err) != checker.ExitEnvironment {
+		t.Fatalf("err %v (exit %d), want ErrServiceExited (exit 5)", err, checker.ExitCode(err))
 	}
 	if !strings.Contains(err.Error(), `"timeout" stopped during the run (exit status 124)`) {
 		t.Errorf("the error does not name the service and its exit: %v", err)
@@ -266,15 +267,15 @@ func TestNoSuccessClass(t *testing.T) {
 		statuses []int // 0: no answer
 		want     int
 	}{
-		{[]int{404}, ExitUsage},
-		{[]int{400, 401, 403, 405, 415, 422}, ExitUsage},
-		{[]int{404, 0}, ExitUsage}, // timeouts aside, every answer refused
-		{[]int{404, 503}, ExitEnvironment},
-		{[]int{0}, ExitEnvironment},
-		{[]int{409}, ExitEnvironment},
-		{[]int{429}, ExitEnvironment},
-		{[]int{408}, ExitEnvironment},
-		{[]int{302}, ExitEnvironment},
+		{[]int{404}, checker.ExitUsage},
+		{[]int{400, 401, 403, 405, 415, 422}, checker.ExitUsage},
+		{[]int{404, 0}, checker.ExitUsage}, // timeouts aside, every answer refused
+		{[]int{404, 503}, checker.ExitEnvironment},
+		{[]int{0}, checker.ExitEnvironment},
+		{[]int{409}, checker.ExitEnvironment},
+		{[]int{429}, checker.ExitEnvironment},
+		{[]int{408}, checker.ExitEnvironment},
+		{[]int{302}, checker.ExitEnvironment},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.statuses), func(t *testing.T) {
@@ -287,8 +288,8 @@ func TestNoSuccessClass(t *testing.T) {
 				tl.add(&a)
 			}
 			err := tl.noSuccess("http://127.0.0.1:1")
-			if !errors.Is(err, ErrNoSuccess) || ExitCode(err) != tc.want {
-				t.Errorf("%v: exit %d, want %d", err, ExitCode(err), tc.want)
+			if !errors.Is(err, ErrNoSuccess) || checker.ExitCode(err) != tc.want {
+				t.Errorf("%v: exit %d, want %d", err, checker.ExitCode(err), tc.want)
 			}
 		})
 	}

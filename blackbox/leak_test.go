@@ -3,6 +3,7 @@ package blackbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/workload"
 )
@@ -80,8 +82,8 @@ func TestNothingLeftRunning(t *testing.T) {
 			_, err := Run(ctx, Spec{Target: tg, Seed: int64(i), Duration: 700 * time.Millisecond, Clients: 2,
 				Keys: keysWithCopies(), Retry: workload.Retry{Timeout: 300 * time.Millisecond}, Faults: tc.faults})
 			if tc.cancelAt > 0 {
-				if err == nil || ExitCode(err) != ExitEnvironment {
-					t.Errorf("cancelled run: err %v, want a non-nil environment-class error", err)
+				if !errors.Is(err, context.Canceled) || checker.ExitCode(err) != checker.ExitInterrupted {
+					t.Errorf("cancelled run: err %v, want context.Canceled, exit 130", err)
 				}
 				if d := time.Since(start); d > 5*time.Second {
 					t.Errorf("cancelled run took %v to return", d)

@@ -46,10 +46,10 @@ func (r *runner) finish(h *history.History, out *Outcome) (Outcome, error) {
 	if spec.Thresholds != nil {
 		out.Misses = spec.Thresholds.Check(out.Summary)
 	}
-	out.Verdict = string(out.Check.Verdict)
+	out.Verdict = out.Check.Verdict
 	failed := failedProbes(out.Conformance)
 	if len(failed) > 0 && out.Check.Verdict != checker.VerdictViolation {
-		out.Verdict = string(checker.VerdictViolation)
+		out.Verdict = checker.VerdictViolation
 	}
 	if spec.Dir != "" {
 		if err := writeConformance(spec.Dir, out); err != nil {
@@ -117,12 +117,12 @@ func writeHistory(path string, h *history.History) error {
 
 // conformanceDoc is the schema of conformance.json.
 type conformanceDoc struct {
-	Oracle       string        `json:"oracle"`
-	OracleLimits string        `json:"oracle_limits"`
-	Draft        string        `json:"draft"`
-	Verdict      string        `json:"verdict"`
-	Probes       []ProbeResult `json:"probes"`
-	Notes        []string      `json:"notes"`
+	Oracle       string          `json:"oracle"`
+	OracleLimits string          `json:"oracle_limits"`
+	Draft        string          `json:"draft"`
+	Verdict      checker.Verdict `json:"verdict"`
+	Probes       []ProbeResult   `json:"probes"`
+	Notes        []string        `json:"notes"`
 }
 
 // writeConformance writes conformance.json and appends the black-box

@@ -75,9 +75,9 @@ type Spec struct {
 
 // Outcome is the result of a run.
 type Outcome struct {
-	// Verdict is "ok", "violation" or "inconclusive" (checker and
-	// conformance together: a failed probe makes it "violation").
-	Verdict string
+	// Verdict is the checker's and the conformance probes' together: a
+	// failed probe makes it a violation.
+	Verdict checker.Verdict
 	// Check is the checker's report on the history.
 	Check checker.Report
 	// Conformance is the conformance table; empty when skipped.

@@ -87,7 +87,7 @@ func (c *checkCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	if err := writeSummaryJSON(std, g, s); err != nil {
 		return err
 	}
-	return verdictError(string(rep.Verdict))
+	return verdictError(rep.Verdict)
 }
 
 // Help is the detailed help of `idembench check --help`, with examples.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/scenarios"
@@ -146,7 +147,7 @@ func (c *compareCmd) load() ([]compareResult, string, error) {
 			}
 			return nil, "", usage("%v", err)
 		}
-		results = append(results, compareResult{Label: run.Label, Dir: dir, Run: &run, Code: exitCode(verdictError(run.Summary.Verdict))})
+		results = append(results, compareResult{Label: run.Label, Dir: dir, Run: &run, Code: exitCode(verdictError(checker.Verdict(run.Summary.Verdict)))})
 	}
 	return results, out, nil
 }
@@ -301,7 +302,7 @@ func (c *compareCmd) runOne(ctx context.Context, std stdio, text io.Writer, g *g
 		return r
 	}
 	run := reports.Run{Label: label, Summary: o.Summary}
-	r.Run, r.Code = &run, exitCode(verdictError(string(o.Report.Verdict)))
+	r.Run, r.Code = &run, exitCode(verdictError(o.Report.Verdict))
 	fmt.Fprintf(text, "%s %s: verdict %s · %.0f calls/s · p99 %s · %s\n", step, label,
 		strings.ToUpper(string(o.Report.Verdict)), o.Summary.ThroughputPerS, msDur(o.Summary.Latency.Overall.P99Ms), dir)
 	for _, m := range missesOf(o.Summary) {

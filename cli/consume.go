@@ -153,7 +153,7 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 	if errors.Is(runErr, consume.ErrNotDrained) {
 		return codeError(exitThreshold, runErr.Error())
 	}
-	return verdictError(string(res.Report.Verdict))
+	return verdictError(res.Report.Verdict)
 }
 
 // checkFlags checks every numeric flag against the bound its help gives

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,50 +9,41 @@ import (
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/scenarios"
-	"github.com/idembench/idembench/workload"
 )
 
-// Exit codes, as docs/design/verification.md defines them.
+// Exit codes: checker's table, the one of every command, as
+// docs/design/verification.md explains them.
 const (
-	exitOK           = 0
-	exitViolation    = 1
-	exitUsage        = 2
-	exitInconclusive = 3
-	exitThreshold    = 4
-	exitEnvironment  = 5
-	// exitInterrupted is a command cut short by SIGINT or SIGTERM, as a
-	// shell reports a process killed by SIGINT (128 + 2).
-	exitInterrupted = 130
+	exitOK           = checker.ExitPass
+	exitViolation    = checker.ExitViolation
+	exitUsage        = checker.ExitUsage
+	exitInconclusive = checker.ExitInconclusive
+	exitThreshold    = checker.ExitThreshold
+	exitEnvironment  = checker.ExitEnvironment
+	exitInterrupted  = checker.ExitInterrupted
 )
 
 // Outcomes a command reports as errors so that they reach the exit code;
 // the command has printed them already.
 var (
-	errViolation    = errors.New("safety violation")
-	errInconclusive = errors.New("inconclusive")
-	errThreshold    = errors.New("threshold missed")
+	errViolation    = checker.ErrViolation
+	errInconclusive = checker.ErrInconclusive
+	errThreshold    = checker.ErrThreshold
 )
 
-// exitCode maps a command's error to its exit code: the one place where
-// errors become exit codes. A configuration error of the harness and an
-// error the CLI does not know are usage errors.
+// exitCode maps a command's error to its exit code: checker.ExitCode, the
+// one table, for every error of a class (every package's sentinels have
+// one); an error of none comes from the command line's parser, a usage
+// error. A configuration error of scenarios or chaos is a usage error,
+// named before anything else failed.
 func exitCode(err error) int {
 	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
+	case errors.Is(err, errInterrupted):
 		return exitInterrupted
-	case errors.Is(err, errViolation):
-		return exitViolation
-	case errors.Is(err, errInconclusive):
-		return exitInconclusive
-	case errors.Is(err, errThreshold):
-		return exitThreshold
-	case errors.Is(err, harness.ErrConfig), errors.Is(err, scenarios.ErrInvalid),
-		errors.Is(err, workload.ErrConfig), errors.Is(err, chaos.ErrLimit):
-		return exitUsage // before environment: a configuration is wrong whatever else failed
-	case errors.Is(err, harness.ErrEnvironment):
-		return exitEnvironment
+	case errors.Is(err, scenarios.ErrInvalid), errors.Is(err, chaos.ErrLimit):
+		return exitUsage
+	case checker.HasClass(err):
+		return checker.ExitCode(err)
 	}
 	return exitUsage
 }
@@ -81,14 +71,14 @@ func alreadyReported(err error) bool {
 // usage returns a usage error (exit 2) about the command line.
 func usage(format string, args ...any) error { return harness.ConfigError(format, args...) }
 
-// verdictError returns the error of a verdict (nil for ok), as summary.json
-// spells it or as the checker does.
-func verdictError(v string) error {
+// verdictError returns the error of a verdict (nil for ok, and for a run
+// that was not checked: "unchecked" in a summary.json).
+func verdictError(v checker.Verdict) error {
 	switch v {
-	case string(checker.VerdictViolation):
-		return codeError(exitViolation, "verdict "+v)
-	case string(checker.VerdictInconclusive):
-		return codeError(exitInconclusive, "verdict "+v)
+	case checker.VerdictViolation:
+		return codeError(exitViolation, "verdict "+string(v))
+	case checker.VerdictInconclusive:
+		return codeError(exitInconclusive, "verdict "+string(v))
 	}
 	return nil
 }

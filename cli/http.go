@@ -12,9 +12,11 @@ import (
 
 	"github.com/idembench/idembench/blackbox"
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/scenarios"
 	"github.com/idembench/idembench/workload"
 )
 
@@ -23,17 +25,20 @@ import (
 // file too (blackbox.LoadTarget), and --out is checked, before any
 // request is sent.
 type httpCmd struct {
-	Target     string        `arg:"" help:"Target file (YAML, at most 1 MiB): the service's URL or start command, the operation, the key header, the effect oracle." placeholder:"TARGET.yaml"`
-	Seed       int64         `help:"Seed of keys, amounts, copies and fault times; 0 picks one (printed)."`
-	Duration   time.Duration `help:"How long new requests are sent: above 0, at most 24h." default:"2s"`
-	Clients    int           `help:"Concurrent clients (closed loop) or senders (open loop): 1 to 10000." default:"8"`
-	Rate       float64       `help:"Open loop at this many requests per second, at most 1000000; 0 is closed loop."`
-	Faults     []string      `help:"Faults between client and service, or on the started service (at most 100): drop-replies, latency, reset, partition, kill, pause." sep:","`
-	Timeout    time.Duration `help:"Client timeout per attempt (then retried with the same key): 1ms to 10m." default:"500ms"`
-	ProbeAfter time.Duration `help:"Wait after the traffic before the liveness probe, at most 10m (set it above the service's lease; 0: the default, 500ms)."`
-	StartArg   []string      `help:"Argument appended to the target's start command (repeatable, at most 100 in all with the command), e.g. --start-arg=--flaw=check-then-act." name:"start-arg"`
-	Out        string        `help:"Run directory: missing, empty or a previous run, which is replaced (default: ./idembench-out/http-<timestamp>)." placeholder:"DIR"`
-	NoSave     bool          `help:"Do not write the run directory." name:"no-save"`
+	Target     string         `arg:"" help:"Target file (YAML, at most 1 MiB): the service's URL or start command, the operation, the key header, the effect oracle." placeholder:"TARGET.yaml"`
+	Scenario   string         `help:"Take the traffic from this scenario (built-in name or YAML file): its clients, rate, duration, keys and copies, and retry policy, so that it sends what idembench run sends with the same seed. Its engine settings, business function and in-process faults do not apply to a service. Flags given override it." placeholder:"NAME|FILE"`
+	Seed       int64          `help:"Seed of keys, amounts, copies and fault times; 0 picks one (printed)."`
+	Duration   *time.Duration `help:"How long new requests are sent: above 0, at most 24h (default: 2s, or the scenario's)."`
+	Clients    *int           `help:"Concurrent clients (closed loop) or senders (open loop): 1 to 10000 (default: 8, or the scenario's)."`
+	Rate       *float64       `help:"Open loop at this many requests per second, at most 1000000; 0 is closed loop (default: 0, or the scenario's)."`
+	Faults     []string       `help:"Faults between client and service, or on the started service (at most 100): drop-replies, latency, reset, partition, kill, pause." sep:","`
+	Timeout    *time.Duration `help:"Client timeout per attempt (then retried with the same key): 1ms to 10m (default: 500ms, or the scenario's retry.timeout when it has one)."`
+	ProbeAfter time.Duration  `help:"Wait after the traffic before the liveness probe, at most 10m (set it above the service's lease; 0: the default, 500ms)."`
+	StartArg   []string       `help:"Argument appended to the target's start command (repeatable, at most 100 in all with the command), e.g. --start-arg=--flaw=check-then-act." name:"start-arg"`
+	Out        string         `help:"Run directory: missing, empty or a previous run, which is replaced (default: ./idembench-out/http-<timestamp>)." placeholder:"DIR"`
+	NoSave     bool           `help:"Do not write the run directory." name:"no-save"`
+
+	effective blackbox.Spec // the load the run sends, for the replay line
 }
 
 func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
@@ -51,10 +56,9 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		tg.Start.Command = append(tg.Start.Command, c.StartArg...)
 	}
 	seed := harness.Seed(c.Seed)
-	sp := blackbox.Spec{
-		Target: tg, Seed: seed, Duration: c.Duration, Clients: c.Clients, Rate: c.Rate, ProbeAfter: c.ProbeAfter,
-		Keys:  workload.Keys{Concurrent: 1, Delayed: 1, Delay: 50 * time.Millisecond, MismatchRate: 0.02},
-		Retry: workload.Retry{MaxAttempts: 6, Timeout: c.Timeout, Backoff: 20 * time.Millisecond},
+	sp, notes, err := c.spec(tg, seed)
+	if err != nil {
+		return err
 	}
 	for _, k := range c.Faults {
 		if k = strings.TrimSpace(k); k != "" {
@@ -71,6 +75,9 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	sp.Dir = dir.runPath()
 	sp.ReplayCommand = c.replay(seed)
 	text := textOut(std, g)
+	for _, n := range notes {
+		fmt.Fprintln(text, "note:", n)
+	}
 	o, err := untilInterrupted(ctx, func() (blackbox.Outcome, error) { return blackbox.Run(ctx, sp) })
 	if ctx.Err() != nil {
 		if cerr := dir.commit(); cerr != nil {
@@ -78,7 +85,7 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		}
 		return interrupted(dir.final)
 	}
-	if code := blackbox.ExitCode(err); code == blackbox.ExitUsage || code == blackbox.ExitEnvironment {
+	if code := checker.ExitCode(err); code == exitUsage || code == exitEnvironment {
 		dir.discard() // no verdict: nothing to keep
 		return blackboxErr(err)
 	}
@@ -141,29 +148,94 @@ func httpRunDir(out string, noSave bool) string {
 	return out
 }
 
+// The load of a run without --scenario.
+const (
+	httpDuration = 2 * time.Second
+	httpClients  = 8
+	httpTimeout  = 500 * time.Millisecond
+)
+
+// spec returns the run's spec without its faults: the load of --scenario,
+// or the http default (one concurrent and one delayed copy of every
+// request, 2% of keys reused with another body, six attempts), with the
+// flags given in place. notes say what of the scenario a service cannot
+// take.
+func (c *httpCmd) spec(tg *blackbox.Target, seed int64) (blackbox.Spec, []string, error) {
+	sp := blackbox.Spec{
+		Target: tg, Seed: seed, Duration: httpDuration, Clients: httpClients, ProbeAfter: c.ProbeAfter,
+		Keys:  workload.Keys{Concurrent: 1, Delayed: 1, Delay: 50 * time.Millisecond, MismatchRate: 0.02},
+		Retry: workload.Retry{MaxAttempts: 6, Timeout: httpTimeout, Backoff: 20 * time.Millisecond},
+	}
+	var notes []string
+	if c.Scenario != "" {
+		sc, err := scenarios.Load(c.Scenario)
+		if err != nil {
+			return sp, nil, usage("--scenario: %w", err)
+		}
+		w := sc.Workload(0)
+		sp.Duration, sp.Clients, sp.Rate, sp.Keys, sp.Retry = w.Duration, w.Clients, w.Rate, w.Keys, w.Retry
+		if sp.Clients == 0 {
+			sp.Clients = workload.DefaultClients
+		}
+		if sp.Retry.Timeout == 0 {
+			sp.Retry.Timeout = httpTimeout
+		}
+		if len(sc.Faults) > 0 {
+			notes = append(notes, fmt.Sprintf("scenario %s: its %d in-process fault(s) (crash, pause at an engine point) do not apply to a service over HTTP; --faults injects faults here", sc.Name, len(sc.Faults)))
+		}
+	}
+	if c.Duration != nil {
+		sp.Duration = *c.Duration
+	}
+	if c.Clients != nil {
+		sp.Clients = *c.Clients
+	}
+	if c.Rate != nil {
+		sp.Rate = *c.Rate
+	}
+	if c.Timeout != nil {
+		sp.Retry.Timeout = *c.Timeout
+	}
+	c.effective = sp
+	return sp, notes, nil
+}
+
 // checkFlags checks every flag against its limit, naming the flag: the
 // workload's limits (workload.MaxDuration, MaxClients, MaxRate,
 // MinTimeout, MaxWait) and blackbox's (MaxWait, MaxFaults, MaxEntries).
 func (c *httpCmd) checkFlags() error {
+	duration, clients, rate, timeout := httpDuration, httpClients, 0.0, httpTimeout
+	if c.Duration != nil {
+		duration = *c.Duration
+	}
+	if c.Clients != nil {
+		clients = *c.Clients
+	}
+	if c.Rate != nil {
+		rate = *c.Rate
+	}
+	if c.Timeout != nil {
+		timeout = *c.Timeout
+	}
 	switch {
-	case c.Duration <= 0:
-		return usage("--duration: %s must be above 0", c.Duration)
-	case c.Duration > workload.MaxDuration:
-		return usage("--duration: %s is above the limit of %s", c.Duration, workload.MaxDuration)
-	case c.Clients < 1:
-		return usage("--clients: %d is below the minimum of 1", c.Clients)
-	case c.Clients > workload.MaxClients:
-		return usage("--clients: %d is above the limit of %d", c.Clients, workload.MaxClients)
-	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
-		return usage("--rate: %g is not a finite number", c.Rate)
-	case c.Rate < 0:
-		return usage("--rate: %g is negative", c.Rate)
-	case c.Rate > workload.MaxRate:
-		return usage("--rate: %g is above the limit of %d", c.Rate, workload.MaxRate)
-	case c.Timeout < workload.MinTimeout:
-		return usage("--timeout: %s is below the minimum of %s", c.Timeout, workload.MinTimeout)
-	case c.Timeout > workload.MaxWait:
-		return usage("--timeout: %s is above the limit of %s", c.Timeout, workload.MaxWait)
+	case duration <= 0:
+		return usage("--duration: %s must be above 0", duration)
+	case duration > workload.MaxDuration:
+		return usage("--duration: %s is above the limit of %s", duration, workload.MaxDuration)
+	case clients < 1:
+		return usage("--clients: %d is below the minimum of 1", clients)
+	case clients > workload.MaxClients:
+		return usage("--clients: %d is above the limit of %d", clients, workload.MaxClients)
+	case math.IsNaN(rate) || math.IsInf(rate, 0):
+		return usage("--rate: %g is not a finite number", rate)
+	case rate < 0:
+		return usage("--rate: %g is negative", rate)
+	case rate > workload.MaxRate:
+		return usage("--rate: %g is above the limit of %d", rate, workload.MaxRate)
+	case timeout < workload.MinTimeout:
+		return usage("--timeout: %s is below the minimum of %s", timeout, workload.MinTimeout)
+	case timeout > workload.MaxWait:
+		return usage("--timeout: %s is above the limit of %s", timeout, workload.MaxWait)
 	case c.ProbeAfter < 0:
 		return usage("--probe-after: %s is negative", c.ProbeAfter)
 	case c.ProbeAfter > blackbox.MaxWait:
@@ -183,9 +255,14 @@ func (c *httpCmd) checkFlags() error {
 
 // replay returns the command line that repeats the run.
 func (c *httpCmd) replay(seed int64) string {
-	s := fmt.Sprintf("idembench http %s --seed %d --duration %s --clients %d --timeout %s", harness.ShellQuote(c.Target), seed, c.Duration, c.Clients, c.Timeout)
-	if c.Rate > 0 {
-		s += fmt.Sprintf(" --rate %g", c.Rate)
+	e := &c.effective
+	s := "idembench http " + harness.ShellQuote(c.Target)
+	if c.Scenario != "" {
+		s += " --scenario " + harness.ShellQuote(c.Scenario)
+	}
+	s += fmt.Sprintf(" --seed %d --duration %s --clients %d --timeout %s", seed, e.Duration, e.Clients, e.Retry.Timeout)
+	if e.Rate > 0 {
+		s += fmt.Sprintf(" --rate %g", e.Rate)
 	}
 	if len(c.Faults) > 0 {
 		s += " --faults " + strings.Join(c.Faults, ",")
@@ -199,19 +276,12 @@ func (c *httpCmd) replay(seed int64) string {
 	return s
 }
 
-// blackboxErr maps blackbox's errors onto the CLI's exit codes.
+// blackboxErr returns a black-box run's error for the exit code: its
+// own, each of checker's classes; anything else (there should be nothing
+// else) is an environment error.
 func blackboxErr(err error) error {
-	switch blackbox.ExitCode(err) {
-	case blackbox.ExitPass:
-		return nil
-	case blackbox.ExitUsage:
-		return usage("%v", err)
-	case blackbox.ExitViolation:
-		return codeError(exitViolation, err.Error())
-	case blackbox.ExitInconclusive:
-		return codeError(exitInconclusive, err.Error())
-	case blackbox.ExitThreshold:
-		return codeError(exitThreshold, err.Error())
+	if checker.HasClass(err) {
+		return err
 	}
 	return harness.EnvironmentError(err)
 }

@@ -67,7 +67,7 @@ func (c *reportCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		return err
 	}
 	if reg.Rechecked {
-		return verdictError(s.Verdict)
+		return verdictError(checker.Verdict(s.Verdict))
 	}
 	return nil
 }

@@ -192,7 +192,7 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Re
 	if err := writeSummaryJSON(std, g, o.Summary); err != nil {
 		return err
 	}
-	if err := verdictError(string(o.Report.Verdict)); err != nil {
+	if err := verdictError(o.Report.Verdict); err != nil {
 		return err
 	}
 	if len(missesOf(o.Summary)) > 0 {

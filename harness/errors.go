@@ -3,6 +3,8 @@ package harness
 import (
 	"errors"
 	"fmt"
+
+	"github.com/idembench/idembench/checker"
 )
 
 // Errors of a run that did not produce a verdict. A verdict is never an
@@ -12,11 +14,11 @@ var (
 	// ErrConfig reports a Spec the harness cannot run: an unknown
 	// scenario, engine, backend or sink, a combination that does not go
 	// together, a bad URL or an output directory that cannot be written.
-	ErrConfig = errors.New("harness: invalid configuration")
+	ErrConfig = checker.Classed("harness: invalid configuration", checker.ErrUsage)
 	// ErrEnvironment reports a backend or a machine resource that did not
 	// answer: a server that is down, a migration refused, a worker
 	// process that could not start, a fault that could not be injected.
-	ErrEnvironment = errors.New("harness: environment error")
+	ErrEnvironment = checker.Classed("harness: environment error", checker.ErrEnvironment)
 	// ErrBackendDied reports a backend server that died or froze during a
 	// run by no fault of the run's plan (Prepared.CheckBackend): the run
 	// was not checked. It comes wrapped with ErrEnvironment.

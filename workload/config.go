@@ -1,10 +1,10 @@
 package workload
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
@@ -195,7 +195,7 @@ type Faults interface {
 }
 
 // ErrConfig wraps every configuration error of the package.
-var ErrConfig = errors.New("workload: invalid configuration")
+var ErrConfig = checker.Classed("workload: invalid configuration", checker.ErrUsage)
 
 func configErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))

@@ -23,7 +23,10 @@ var allFaults = []chaos.Fault{
 // mismatching bodies, short client timeouts with retries, every fault.
 func correctSpec(tg *Target, seed int64) Spec {
 	return Spec{
-		Target: tg, Seed: seed, Duration: time.Second, Clients: 4,
+		// Eight clients: a copy or a retry waits its turn in a client (as
+		// under idembench run), and a loaded machine must still leave
+		// enough keys to check after the faults.
+		Target: tg, Seed: seed, Duration: time.Second, Clients: 8,
 		Keys:   workload.Keys{Concurrent: 1, Delayed: 1, Delay: 50 * time.Millisecond, MismatchRate: 0.1},
 		Retry:  workload.Retry{MaxAttempts: 6, Timeout: time.Second, Backoff: 20 * time.Millisecond},
 		Faults: allFaults,

@@ -256,7 +256,7 @@ func (c *httpCmd) checkFlags() error {
 // replay returns the command line that repeats the run.
 func (c *httpCmd) replay(seed int64) string {
 	e := &c.effective
-	s := "idembench http " + harness.ShellQuote(c.Target)
+	s := invokedAs() + " http " + harness.ShellQuote(c.Target)
 	if c.Scenario != "" {
 		s += " --scenario " + harness.ShellQuote(c.Scenario)
 	}

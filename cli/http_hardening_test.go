@@ -379,7 +379,7 @@ func TestHTTPJSON(t *testing.T) {
 	if s.Verdict != "ok" || s.Counts.Calls == 0 || s.Seed != 1 {
 		t.Errorf("summary: verdict %q, %d calls, seed %d", s.Verdict, s.Counts.Calls, s.Seed)
 	}
-	if !strings.Contains(r.err, "verdict: ok") || !strings.Contains(r.err, "replay: idembench http") {
+	if !strings.Contains(r.err, "verdict: ok") || !strings.Contains(r.err, "replay: "+invokedAs()+" http") {
 		t.Errorf("the text is not on stderr:\n%s", r.err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -292,8 +293,12 @@ func printHTTP(w io.Writer, o *blackbox.Outcome) {
 		return
 	}
 	st := o.Check.Stats
-	fmt.Fprintf(w, "target %s, seed %d: %d calls, %d effects (%s oracle), %d fault windows\n",
-		o.History.Header.Scenario, o.History.Header.Seed, st.Calls, st.Effects, o.Oracle, st.Faults)
+	faults := strconv.Itoa(st.Faults) + " fault windows"
+	if by := history.CountFaults(o.History.Ops).String(); by != "" && st.Faults > 0 {
+		faults += " (" + by + ")"
+	}
+	fmt.Fprintf(w, "target %s, seed %d: %d calls, %d effects (%s oracle), %s\n",
+		o.History.Header.Scenario, o.History.Header.Seed, st.Calls, st.Effects, o.Oracle, faults)
 	if s := o.Summary; s != nil {
 		fmt.Fprintf(w, "throughput %.0f calls/s, p99 %.1f ms, outcomes: executed %d, replayed %d, in_progress %d, mismatch %d, unknown %d\n",
 			s.ThroughputPerS, s.Latency.Overall.P99Ms, s.Outcomes["executed"], s.Outcomes["replayed"],

@@ -133,6 +133,9 @@ func crashRun(t *testing.T, cfg consume.Config) (checker.Verdict, []checker.Inva
 		t.Fatalf("seed %d: %d crashes, %d redeliveries; want %d crashes and redeliveries",
 			cfg.Seed, res.Stats.Crashes, res.Stats.Redeliveries, cfg.Faults.CrashBeforeAck)
 	}
+	if got := history.CountFaults(res.History.Ops)[history.FaultCrash]; got != cfg.Faults.CrashBeforeAck {
+		t.Fatalf("seed %d: %d crash faults recorded, want %d (every fault op carries its kind)", cfg.Seed, got, cfg.Faults.CrashBeforeAck)
+	}
 	if res.Report.Verdict == checker.VerdictViolation && res.Report.Result(checker.I1AtMostOnce).Violations == 0 {
 		for _, v := range res.Report.Violations {
 			t.Logf("seed %d: %s %s: %s", cfg.Seed, v.Invariant, v.Key, v.Message)
@@ -202,6 +205,9 @@ func TestPause(t *testing.T) {
 				if res.Stats.Pauses != 2 {
 					t.Fatalf("%d pauses struck, want 2", res.Stats.Pauses)
 				}
+				if got := history.CountFaults(res.History.Ops); got[history.FaultPause] != 2 || len(got) != 1 {
+					t.Fatalf("faults recorded %v, want pause 2", got)
+				}
 				want := checker.VerdictOK
 				if sink == workload.SinkPlain {
 					want = checker.VerdictViolation
@@ -252,6 +258,9 @@ func TestOverlap(t *testing.T) {
 					met := 0
 					for _, op := range res.History.Ops {
 						if op.Kind == history.KindFault && strings.HasPrefix(op.Label, "hold consumer") {
+							if op.Fault != history.FaultPause {
+								t.Errorf("hold recorded as fault kind %q, want pause", op.Fault)
+							}
 							if !strings.Contains(op.Label, "until another copy was claimed") {
 								t.Errorf("a hold gave up: %s", op.Label)
 							}

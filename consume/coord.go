@@ -113,9 +113,8 @@ func (r *runner) pause(ctx context.Context, consumer int, key string, token idem
 	defer r.pausing.Add(-1)
 	start := r.now()
 	took := r.waitPause(key, nil)
-	r.rec.Record(history.Op{Kind: history.KindFault, Client: consumer, Worker: consumer, Key: key,
-		Token: uint64(token), Call: start, Return: r.now(),
-		Label: fmt.Sprintf("pause consumer %d before effect for %s", consumer, took.Round(time.Millisecond))})
+	r.rec.Record(history.Fault(history.FaultPause, fmt.Sprintf("pause consumer %d before effect for %s", consumer, took.Round(time.Millisecond)),
+		start, r.now()).OnClient(consumer).OnKey(key, uint64(token)))
 }
 
 // maxPause bounds a pause, in multiples of PauseFor.
@@ -189,8 +188,7 @@ func (r *runner) hold(_ context.Context, consumer int, key string, token idem.To
 	if !met {
 		label = fmt.Sprintf("hold consumer %d before effect: no other copy was claimed within %s", consumer, took.Round(time.Millisecond))
 	}
-	r.rec.Record(history.Op{Kind: history.KindFault, Client: consumer, Worker: consumer, Key: key,
-		Token: uint64(token), Call: start, Return: r.now(), Label: label})
+	r.rec.Record(history.Fault(history.FaultPause, label, start, r.now()).OnClient(consumer).OnKey(key, uint64(token)))
 	return true
 }
 

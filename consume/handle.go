@@ -190,7 +190,7 @@ func (n *node) hook(ctx context.Context, p idem.Point, l idem.Lease) error {
 			bs.crash()
 			if n.killInHook {
 				n.abandonBatch(bs)
-				n.fault(bs.consumer, "crash consumer %d after effect, before ack (%s, batch of %d)", bs.consumer, l.Key, len(bs.ds))
+				n.fault(history.FaultCrash, bs.consumer, "crash consumer %d after effect, before ack (%s, batch of %d)", bs.consumer, l.Key, len(bs.ds))
 				n.ended(ctx, bs.consumer, true) // never returns
 			}
 		}

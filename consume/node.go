@@ -61,7 +61,7 @@ func (n *node) consume(ctx context.Context, id, restartAfter int) {
 			sub = s
 		}
 		if restartAfter > 0 && done >= restartAfter {
-			n.fault(id, "restart consumer %d (close, new consumer)", id)
+			n.fault(history.FaultStop, id, "restart consumer %d (close, new consumer)", id)
 			sub.close()
 			sub = nil
 			n.ended(ctx, id, false)
@@ -80,7 +80,7 @@ func (n *node) consume(ctx context.Context, id, restartAfter int) {
 			}
 			done += len(ds)
 			if n.handleBatch(ctx, id, sub, ds) {
-				n.fault(id, "crash consumer %d after effect, before ack (batch of %d)", id, len(ds))
+				n.fault(history.FaultCrash, id, "crash consumer %d after effect, before ack (batch of %d)", id, len(ds))
 				n.ended(ctx, id, true) // a worker process died in the hook already
 				sub.close()
 				sub = nil
@@ -97,7 +97,7 @@ func (n *node) consume(ctx context.Context, id, restartAfter int) {
 		}
 		done++
 		if n.handle(ctx, id, d) {
-			n.fault(id, "crash consumer %d after effect, before ack (%s)", id, d.key())
+			n.fault(history.FaultCrash, id, "crash consumer %d after effect, before ack (%s)", id, d.key())
 			n.ended(ctx, id, true) // a worker process dies here
 			sub.close()
 			sub = nil
@@ -106,10 +106,10 @@ func (n *node) consume(ctx context.Context, id, restartAfter int) {
 	}
 }
 
-// fault records an instantaneous fault op for consumer id.
-func (n *node) fault(id int, format string, args ...any) {
+// fault records an instantaneous fault of kind for consumer id.
+func (n *node) fault(kind history.FaultKind, id int, format string, args ...any) {
 	now := n.now()
-	n.co.record(history.Op{Kind: history.KindFault, Client: id, Worker: id, Call: now, Return: now, Label: fmt.Sprintf(format, args...)})
+	n.co.record(history.Fault(kind, fmt.Sprintf(format, args...), now, now).OnClient(id))
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -81,8 +81,7 @@ func (r *runner) workerExited(ctx context.Context, p *proc, err error) {
 		n := r.procs.unexpected
 		r.procs.mu.Unlock()
 		now := r.now()
-		r.rec.Record(history.Op{Kind: history.KindFault, Client: p.id, Worker: p.id, Call: now, Return: now,
-			Label: fmt.Sprintf("worker %d exited unexpectedly (%v): %s", p.id, err, p.Stderr())})
+		r.rec.Record(history.Fault(history.FaultCrash, fmt.Sprintf("worker %d exited unexpectedly (%v): %s", p.id, err, p.Stderr()), now, now).OnClient(p.id))
 		if n > 2*r.cfg.Consumers {
 			return
 		}
@@ -109,8 +108,7 @@ func (r *runner) restartWorker() {
 	p.restart.Store(true)
 	r.c.restarts.Add(1)
 	now := r.now()
-	r.rec.Record(history.Op{Kind: history.KindFault, Client: p.id, Worker: p.id, Call: now, Return: now,
-		Label: fmt.Sprintf("restart worker %d (SIGTERM)", p.id)})
+	r.rec.Record(history.Fault(history.FaultStop, fmt.Sprintf("restart worker %d (SIGTERM)", p.id), now, now).OnClient(p.id))
 	_ = p.Signal(syscall.SIGTERM)
 }
 
@@ -216,8 +214,8 @@ func (r *runner) pauseWorker(p *proc, req multiproc.PauseRequest) bool {
 		defer r.pausing.Add(-1)
 		took := r.waitPause(req.Key, p.Done())
 		_ = p.Signal(syscall.SIGCONT)
-		r.rec.Record(history.Op{Kind: history.KindFault, Client: p.id, Worker: p.id, Key: req.Key, Token: req.Token,
-			Call: start, Return: r.now(), Label: fmt.Sprintf("SIGSTOP worker %d before effect for %s", p.id, took.Round(time.Millisecond))})
+		r.rec.Record(history.Fault(history.FaultPause, fmt.Sprintf("SIGSTOP worker %d before effect for %s", p.id, took.Round(time.Millisecond)),
+			start, r.now()).OnClient(p.id).OnKey(req.Key, req.Token))
 	}()
 	return true
 }

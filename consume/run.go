@@ -298,7 +298,7 @@ func (r *runner) restartServer(ctx context.Context) {
 		label += ": " + err.Error()
 	}
 	r.c.serverRestarts.Add(1)
-	r.rec.Record(history.Op{Kind: history.KindFault, Client: -1, Worker: -1, Call: start, Return: r.now(), Label: label})
+	r.rec.Record(history.Fault(history.FaultRestart, label, start, r.now()))
 }
 
 func (r *runner) noteEffect(key string, at int64) {

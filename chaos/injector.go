@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
@@ -47,7 +48,7 @@ const (
 
 // ErrLimit wraps every error of New about a schedule beyond the limits
 // above.
-var ErrLimit = errors.New("chaos: fault schedule beyond limits")
+var ErrLimit = checker.Classed("chaos: fault schedule beyond limits", checker.ErrUsage)
 
 // ErrPauseCut is returned by the hook when the caller's context ended
 // during a pause: the execution is abandoned like a crash (its lease stays).

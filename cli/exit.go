@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
-	"github.com/idembench/idembench/scenarios"
 )
 
 // Exit codes: checker's table, the one of every command, as
@@ -34,14 +32,11 @@ var (
 // exitCode maps a command's error to its exit code: checker.ExitCode, the
 // one table, for every error of a class (every package's sentinels have
 // one); an error of none comes from the command line's parser, a usage
-// error. A configuration error of scenarios or chaos is a usage error,
-// named before anything else failed.
+// error.
 func exitCode(err error) int {
 	switch {
 	case errors.Is(err, errInterrupted):
 		return exitInterrupted
-	case errors.Is(err, scenarios.ErrInvalid), errors.Is(err, chaos.ErrLimit):
-		return exitUsage
 	case checker.HasClass(err):
 		return checker.ExitCode(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/workload"
 )
@@ -19,10 +20,10 @@ const (
 // Errors of Run. Callers test them with errors.Is.
 var (
 	// ErrConfig reports an invalid Config (exit code 2 in the CLI).
-	ErrConfig = errors.New("consume: invalid configuration")
+	ErrConfig = checker.Classed("consume: invalid configuration", checker.ErrUsage)
 	// ErrBroker reports a broker that cannot be reached or set up, or a
 	// private server that does not start (exit code 5).
-	ErrBroker = errors.New("consume: broker unavailable")
+	ErrBroker = checker.Classed("consume: broker unavailable", checker.ErrEnvironment)
 	// ErrNotDrained reports a run whose messages were not all settled
 	// within Config.Timeout: a message stuck in a redelivery loop or
 	// never redelivered. Run still returns the checked Result.

@@ -15,13 +15,14 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/yamldur"
 	"github.com/idembench/idembench/workload"
 )
 
 // ErrInvalid wraps every error about a scenario's content.
-var ErrInvalid = errors.New("invalid scenario")
+var ErrInvalid = checker.Classed("invalid scenario", checker.ErrUsage)
 
 // file is the YAML schema of a scenario.
 type file struct {

@@ -44,14 +44,14 @@ import (
 
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/harness"
-	"github.com/idembench/idembench/internal/buildinfo"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/scenarios"
 )
 
 // Version is the tool version written into every history header and
 // printed by --version: the idembench module version of the build, or
 // "devel".
-var Version = buildinfo.Version()
+var Version = history.ToolVersion()
 
 // commands lists the subcommands, in the order --help shows them. A new
 // subcommand is one file and one line here.

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
-	"github.com/idembench/idembench/internal/buildinfo"
 )
 
 // Exit codes.
@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *version {
-		fmt.Fprintln(stdout, "idemctl", buildinfo.Version())
+		fmt.Fprintln(stdout, "idemctl", history.ToolVersion())
 		return exitOK
 	}
 	if fs.NArg() == 0 {

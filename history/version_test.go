@@ -1,11 +1,11 @@
-package buildinfo
+package history
 
 import (
 	"runtime/debug"
 	"testing"
 )
 
-func TestVersion(t *testing.T) {
+func TestToolVersion(t *testing.T) {
 	cases := []struct {
 		name string
 		bi   debug.BuildInfo
@@ -18,11 +18,11 @@ func TestVersion(t *testing.T) {
 		{"no idembench in it", debug.BuildInfo{Main: debug.Module{Path: "example.com/other", Version: "v1.0.0"}}, "devel"},
 	}
 	for _, c := range cases {
-		if got := version(&c.bi); got != c.want {
+		if got := toolVersion(&c.bi); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
-	if Version() != "devel" {
-		t.Errorf("a test binary of the work tree: %q, want devel", Version())
+	if ToolVersion() != "devel" {
+		t.Errorf("a test binary of the work tree: %q, want devel", ToolVersion())
 	}
 }

@@ -50,6 +50,7 @@ func runDirs(t *testing.T) (ok, bad string) {
 }
 
 func TestReportRegenerates(t *testing.T) {
+	t.Parallel() // in-process runs share nothing; CI time
 	ok, bad := runDirs(t)
 	regenerated := []string{reports.SummaryFile, reports.MarkdownFile, reports.HTMLFile,
 		reports.LatencyPlot + ".png", reports.ThroughputPlot + ".png", reports.LatencyOverTimePlot + ".png"}
@@ -104,6 +105,7 @@ func TestReportRegenerates(t *testing.T) {
 // TestCompareSinks runs gc-pause with the fenced and the plain sink: the
 // table shows both, plain is caught, and the comparison exits 1.
 func TestCompareSinks(t *testing.T) {
+	t.Parallel() // in-process runs share nothing; CI time
 	out := t.TempDir()
 	r := runCLI(t, "compare", "--sinks", "fenced,plain", "--scenario", "gc-pause",
 		"--duration", "1s", "--seed", "3", "--out", out, "--no-progress")
@@ -171,6 +173,7 @@ func TestCompareUsage(t *testing.T) {
 // TestJSONOutputs: under --json, stdout of every command is one JSON
 // document with the expected fields.
 func TestJSONOutputs(t *testing.T) {
+	t.Parallel() // in-process runs share nothing; CI time
 	ok, bad := runDirs(t)
 	cases := []struct {
 		name string

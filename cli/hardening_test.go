@@ -72,6 +72,7 @@ func TestFlagOverridesApply(t *testing.T) {
 // TestOutDirectory: --out refuses a non-empty directory that is not a
 // run, and replaces a previous run whole (no stale violations/*.html).
 func TestOutDirectory(t *testing.T) {
+	t.Parallel() // in-process runs share nothing; CI time
 	work := t.TempDir()
 	foreign := filepath.Join(work, "foreign")
 	if err := os.MkdirAll(foreign, 0o755); err != nil {
@@ -127,6 +128,7 @@ func TestOutDirectory(t *testing.T) {
 // whole (a configuration it no longer runs is gone), refuses a foreign
 // directory, and leaves no temporary directory beside it.
 func TestCompareOutDirectory(t *testing.T) {
+	t.Parallel() // in-process runs share nothing; CI time
 	work := t.TempDir()
 	out := filepath.Join(work, "cmp")
 	args := []string{"compare", "--no-progress", "--duration", "200ms", "--seed", "1", "--out", out}

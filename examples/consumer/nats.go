@@ -106,9 +106,20 @@ func consumeNATS(ctx context.Context, cons jetstream.Consumer, c *idemnats.Consu
 	defer func() { cancel(); wg.Wait() }()
 	var consume func()
 	consume = func() {
-		it, err := cons.Messages(jetstream.PullMaxMessages(1))
-		if err != nil {
-			return
+		// Subscribing asks the server; a busy server can time it out. A
+		// consumer that gave up here would leave the run without one (with
+		// one worker, waiting forever): try again until the run ends.
+		var it jetstream.MessagesContext
+		for {
+			var err error
+			if it, err = cons.Messages(jetstream.PullMaxMessages(1)); err == nil {
+				break
+			}
+			select {
+			case <-wctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 		stop := context.AfterFunc(wctx, it.Stop)
 		defer stop()

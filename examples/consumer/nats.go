@@ -105,29 +105,35 @@ func consumeNATS(ctx context.Context, cons jetstream.Consumer, c *idemnats.Consu
 	wctx, cancel := context.WithCancel(ctx)
 	defer func() { cancel(); wg.Wait() }()
 	var consume func()
+	var pull func(jetstream.MessagesContext) bool
 	consume = func() {
-		// Subscribing asks the server; a busy server can time it out. A
-		// consumer that gave up here would leave the run without one (with
-		// one worker, waiting forever): try again until the run ends.
-		var it jetstream.MessagesContext
-		for {
-			var err error
-			if it, err = cons.Messages(jetstream.PullMaxMessages(1)); err == nil {
-				break
+		// A subscription can end without the run ending: a busy server
+		// times out the subscribe call or misses the pull's heartbeats
+		// (Next returns an error). A consumer that gave up then would leave
+		// the run without one (with one worker, waiting forever):
+		// subscribe again until the run ends.
+		for wctx.Err() == nil {
+			it, err := cons.Messages(jetstream.PullMaxMessages(1))
+			if err != nil {
+				select {
+				case <-wctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
+				continue
 			}
-			select {
-			case <-wctx.Done():
+			if crashed := pull(it); crashed {
 				return
-			case <-time.After(50 * time.Millisecond):
 			}
 		}
+	}
+	pull = func(it jetstream.MessagesContext) (crashed bool) {
 		stop := context.AfterFunc(wctx, it.Stop)
 		defer stop()
 		defer it.Stop()
 		for {
 			msg, err := it.Next()
 			if err != nil {
-				return // stopped
+				return false // stopped, or the subscription broke
 			}
 			a, err := c.Process(wctx, msg)
 			if errors.Is(err, errCrash) {
@@ -137,7 +143,7 @@ func consumeNATS(ctx context.Context, cons jetstream.Consumer, c *idemnats.Consu
 				rep.crashes++
 				mu.Unlock()
 				wg.Go(consume) // a new consumer takes its place
-				return
+				return true
 			}
 			if c.Settle(wctx, msg, a, err) == nil {
 				settle(a, msg)

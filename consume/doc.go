@@ -13,7 +13,13 @@
 // publishes Config.Messages messages, some of them twice (publisher
 // retries, Config.DuplicateRate), and consumes them with Config.Consumers
 // consumers until every copy is acked or dead-lettered and the broker holds
-// nothing ready or unacknowledged. Each message's id is its idempotency key
+// nothing ready or unacknowledged. The publishing is a run of the
+// workload driver with a publish as its Target: one publisher client sends
+// Config.Messages logical requests (workload.Config.Requests), a delayed
+// copy of the DuplicateRate share of them 1 ms later, and retries a publish
+// that fails with the driver's jittered backoff; the faults aimed at
+// messages (crashes, pauses, overlaps, poison) are drawn by key number and
+// named with workload.KeyOf. Each message's id is its idempotency key
 // (the message-id property on RabbitMQ, the Idem-Key header on NATS) and
 // its payload gives the fingerprint. Consumers run every delivery through
 // the broker adapters idem/idemamqp and idem/idemnats on an idem.Engine,

@@ -76,8 +76,8 @@
 // # Worker processes
 //
 // With Config.Processes every consumer runs in a worker process started
-// with Config.WorkerCommand, whose main calls ServeWorker. The store, the
-// effect sink, the fault targets and the history stay in the coordinator
+// with Config.WorkerCommand, whose main calls multiproc.ServeWorker with
+// Worker. The store, the effect sink, the fault targets and the history stay in the coordinator
 // (the process that called Run), which serves the workers over the worker
 // protocol of package harness/multiproc (the one `run --workers` uses) on
 // their stdin and stdout, so a worker can be killed or stopped at any

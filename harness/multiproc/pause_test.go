@@ -239,12 +239,12 @@ func TestAimedPauseEnds(t *testing.T) {
 	})
 }
 
-// workerChild is a worker process of TestAimedPauseRun: Worker with the
+// workerChild is a worker process of TestAimedPauseRun: a run worker with the
 // built-in engines.
 func workerChild() {
 	reg, err := harness.NewRegistry(engines.Builtin()...)
 	if err == nil {
-		err = Worker(context.Background(), Stdio(), reg)
+		err = ServeWorker(context.Background(), Stdio(), map[string]WorkerFunc{RunKind: RunWorker(reg)})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/idembench/idembench/chaos"
@@ -16,21 +19,50 @@ import (
 	"github.com/idembench/idembench/workload"
 )
 
-// workerKind names a worker of Run in the protocol's hello.
-const workerKind = "run"
+// RunKind names a worker of Run in the protocol's hello.
+const RunKind = "run"
 
-// Worker runs one worker process of a Run: it speaks the worker protocol
-// over t (Stdio: its stdin and stdout) with the coordinator, which sends
-// the spec in its hello; the engine the spec names is looked up in
-// engines. It sends the history it recorded when its run is over (or
-// interrupted: SIGTERM cancels ctx), and also right before it kills itself
-// at a crash point. Errors wrap harness.ErrConfig or
-// harness.ErrEnvironment.
-func Worker(ctx context.Context, t io.ReadWriteCloser, engines *harness.Registry) error {
+// workerKind is RunKind, as the coordinator sends it.
+const workerKind = RunKind
+
+// A WorkerFunc runs one worker process of the kind it serves, on the
+// connection to its coordinator, given the hello the coordinator sent.
+type WorkerFunc func(ctx context.Context, c *Conn, h Hello) error
+
+// ServeWorker is the entry point of every worker process (the hidden
+// `idembench worker` command): it speaks the worker protocol over t
+// (Stdio: its stdin and stdout), reads the coordinator's hello and runs
+// the WorkerFunc of its kind: RunKind for `run --workers`, consume's
+// WorkerKind for `consume --processes`. A kind not in kinds is a
+// configuration error naming the ones served.
+func ServeWorker(ctx context.Context, t io.ReadWriteCloser, kinds map[string]WorkerFunc) error {
 	conn := NewConn(t)
 	defer conn.Close()
+	h, err := conn.ReadAnyHello()
+	if err != nil {
+		return harness.ConfigError("worker: %w", err)
+	}
+	f, ok := kinds[h.Kind]
+	if !ok {
+		return harness.ConfigError("worker: no worker of kind %q here (this binary serves %s)", h.Kind, strings.Join(slices.Sorted(maps.Keys(kinds)), ", "))
+	}
+	return f(ctx, conn, h)
+}
+
+// RunWorker returns the worker of a Run: the engine its spec names is
+// looked up in engines. It sends the history it recorded when its run is
+// over (or interrupted: SIGTERM cancels ctx), and also right before it
+// kills itself at a crash point. Errors wrap harness.ErrConfig or
+// harness.ErrEnvironment.
+func RunWorker(engines *harness.Registry) WorkerFunc {
+	return func(ctx context.Context, conn *Conn, h Hello) error {
+		return runWorker(ctx, conn, h, engines)
+	}
+}
+
+func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Registry) error {
 	var ws workerSpec
-	if err := conn.ReadHello(workerKind, &ws); err != nil {
+	if err := h.Decode(&ws); err != nil {
 		return harness.ConfigError("worker: %w", err)
 	}
 	go conn.Serve(ctx, nil) // the answers to pause calls

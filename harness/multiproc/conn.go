@@ -68,6 +68,8 @@ type PauseRequest struct {
 func init() {
 	gob.Register(Hello{})
 	gob.Register(PauseRequest{})
+	gob.Register(ClockSample{})
+	gob.Register(ClockReport{})
 	gob.Register(history.Op{})
 	gob.Register([]history.Op{})
 }

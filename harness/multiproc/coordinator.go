@@ -47,6 +47,7 @@ type coordinator struct {
 	ended    int
 	progress map[int]int
 	windows  []history.Op
+	clocks   []history.ClockBound // one per incarnation that measured its clock
 	restarts int
 	nextBase int
 	failed   error
@@ -132,10 +133,13 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 	defer co.mu.Unlock()
 	ws := co.base
 	ws.Index = i
+	if co.opts.ClockSkew != nil {
+		ws.ClockSkew = co.opts.ClockSkew(i)
+	}
 	ws.Over.Clients = co.shares[i]
 	ws.Over.Rate = co.rate * float64(co.shares[i]) / float64(co.clients)
 	ws.ClientBase = co.nextBase
-	co.nextBase += ws.Over.Clients + 64 // room for the probe's clients
+	co.nextBase += ws.Over.Clients + probeClients
 	ws.Over.Duration = d - time.Since(co.t0)
 	if len(co.crashes) > 0 {
 		f := co.crashes[0]
@@ -177,7 +181,7 @@ func (co *coordinator) start(ctx context.Context, wg *sync.WaitGroup, i int, d t
 	wg.Go(func() {
 		// Serve ends once the worker exited and all it sent is read.
 		p.Conn.Serve(ctx, func(ctx context.Context, method string, body any, _ bool) (any, error) {
-			return co.handle(ctx, i, ws.ClientBase, p, method, body)
+			return co.handle(ctx, i, &ws, p, method, body)
 		})
 		p.Conn.Close()
 		co.exited(ctx, wg, i, p, d)
@@ -186,13 +190,19 @@ func (co *coordinator) start(ctx context.Context, wg *sync.WaitGroup, i int, d t
 }
 
 // handle carries out a call or an event of worker i's incarnation p.
-func (co *coordinator) handle(ctx context.Context, i, incarnation int, p *Proc, method string, body any) (any, error) {
-	if r, ok := body.(PauseRequest); ok { // MethodPause
+func (co *coordinator) handle(ctx context.Context, i int, ws *workerSpec, p *Proc, method string, body any) (any, error) {
+	switch r := body.(type) {
+	case PauseRequest: // MethodPause
 		return co.stopWorker(ctx, i, p, r), nil
+	case ClockSample: // MethodClock, a call: answered at once
+		return ClockSample{Now: history.Now()}, nil
 	}
+	incarnation := ws.ClientBase
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	switch b := body.(type) {
+	case ClockReport: // MethodClock, the event
+		co.noteClock(i, ws, b)
 	case []history.Op: // MethodRecord
 		co.ops = append(co.ops, b...)
 	case int: // MethodProgress

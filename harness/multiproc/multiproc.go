@@ -38,6 +38,13 @@ type Options struct {
 	// must call Worker with Stdio. Nil means this executable with the
 	// argument "worker". Run sets its Stdin, Stdout and Stderr.
 	Command func() (*exec.Cmd, error)
+	// ClockSkew, when set, gives worker i a clock off by ClockSkew(i): a
+	// host of its own, for tests of the clock handling. Each worker
+	// measures its offset to the coordinator's clock before its traffic
+	// and corrects its readings by it; the history's header keeps each
+	// worker's remaining error bound, which the checker widens its ops'
+	// intervals by.
+	ClockSkew func(worker int) time.Duration
 }
 
 func (o Options) command() (*exec.Cmd, error) {
@@ -73,7 +80,14 @@ type workerSpec struct {
 	// ClientTimeout, when positive, replaces the scenario's client timeout
 	// (a run with network faults).
 	ClientTimeout time.Duration `json:"client_timeout,omitempty"`
+	// ClockSkew is added to the worker's clock readings, as if it ran on
+	// a host whose clock is off by that much (Options.ClockSkew).
+	ClockSkew time.Duration `json:"clock_skew,omitempty"`
 }
+
+// probeClients is the room left after each worker incarnation's client
+// ids for the clients of its liveness probe.
+const probeClients = 64
 
 // MaxWorkers bounds the worker processes of one run: each is a whole
 // process with its own connection pools, and a few dozen already put every
@@ -136,6 +150,7 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	}
 	if err != nil {
 		if ctx.Err() != nil && p.Spec.Out != "" && co.sent() {
+			hdr.Clocks = co.clockBounds()
 			return nil, co.savePartial(p.Spec.Out, hdr, err)
 		}
 		return nil, err
@@ -146,6 +161,7 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	if err := p.CheckBackend(ctx); err != nil {
 		return nil, err
 	}
+	hdr.Clocks = co.clockBounds()
 	h, stats, err := co.assemble(ctx, sink, hdr)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,14 @@ import (
 // bound left.
 const MethodClock = "clock"
 
+// MethodStart, a call from a worker (a StartRequest) once it is ready:
+// the coordinator answers when every worker is ready, the start barrier
+// of the run's traffic.
+const MethodStart = "start"
+
+// StartRequest is the body of a MethodStart call.
+type StartRequest struct{}
+
 // ClockSample is the coordinator's answer to a MethodClock call: Now is
 // its history.Now at the time it answered.
 type ClockSample struct{ Now int64 }

@@ -70,6 +70,7 @@ func init() {
 	gob.Register(PauseRequest{})
 	gob.Register(ClockSample{})
 	gob.Register(ClockReport{})
+	gob.Register(StartRequest{})
 	gob.Register(history.Op{})
 	gob.Register([]history.Op{})
 }

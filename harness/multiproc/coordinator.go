@@ -48,6 +48,13 @@ type coordinator struct {
 	progress map[int]int
 	windows  []history.Op
 	clocks   []history.ClockBound // one per incarnation that measured its clock
+	// The start barrier: gate is closed once every worker is ready (its
+	// store open and its clock measured), or one failed to start, and
+	// the workers' traffic and the faults start then.
+	ready    []bool
+	nready   int
+	gate     chan struct{}
+	gateOnce sync.Once
 	restarts int
 	nextBase int
 	failed   error
@@ -61,6 +68,7 @@ func newCoordinator(p *harness.Prepared, cfg workload.Config, n int, opts Option
 	over.Duration = cfg.Duration
 	over.ClosedLoop = cfg.Rate == 0 // Clients and Rate: each worker's share (next)
 	co := &coordinator{p: p, n: n, opts: opts, procs: make([]*Proc, n), progress: map[int]int{},
+		ready: make([]bool, n), gate: make(chan struct{}),
 		shares: clientShares(cfg.Clients, n), clients: cfg.Clients, rate: cfg.Rate}
 	co.base = workerSpec{
 		Engine: sp.Engine.Name, Backend: sp.Backend, URL: p.Env.URL, SinkURL: p.SinkURL,
@@ -105,6 +113,16 @@ func (co *coordinator) run(ctx context.Context, d time.Duration) error {
 			return err
 		}
 	}
+	// The start barrier: a worker slow to open its store (a loaded
+	// machine, a far host) is not struck by a fault meant for its
+	// traffic, and the traffic's clock starts when every worker can send.
+	select {
+	case <-co.gate:
+	case <-ctx.Done():
+	}
+	co.mu.Lock()
+	co.t0 = time.Now()
+	co.mu.Unlock()
 	co.p.Faults.Start() // restarts and network faults, on the traffic's clock
 	pctx, stopPauses := context.WithCancel(ctx)
 	var pw sync.WaitGroup
@@ -196,13 +214,26 @@ func (co *coordinator) handle(ctx context.Context, i int, ws *workerSpec, p *Pro
 		return co.stopWorker(ctx, i, p, r), nil
 	case ClockSample: // MethodClock, a call: answered at once
 		return ClockSample{Now: history.Now()}, nil
+	case StartRequest: // MethodStart: answered at the start barrier
+		select {
+		case <-co.gate:
+			return true, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
 	incarnation := ws.ClientBase
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	switch b := body.(type) {
-	case ClockReport: // MethodClock, the event
+	case ClockReport: // MethodClock, the event: the worker is ready
 		co.noteClock(i, ws, b)
+		if !co.ready[i] {
+			co.ready[i] = true
+			if co.nready++; co.nready == co.n {
+				co.openGate()
+			}
+		}
 	case []history.Op: // MethodRecord
 		co.ops = append(co.ops, b...)
 	case int: // MethodProgress
@@ -246,6 +277,7 @@ func (co *coordinator) exited(ctx context.Context, wg *sync.WaitGroup, i int, p 
 		co.restarts++
 	case err != nil:
 		co.failed = errors.Join(co.failed, harness.EnvironmentError(fmt.Errorf("worker %d: %w", i, p.ExitError())))
+		co.openGate() // the run ends: nobody waits for this worker
 	}
 	restart := killed && !stopping && co.restarts <= maxRestarts && d-time.Since(co.t0) > 100*time.Millisecond
 	co.mu.Unlock()
@@ -336,6 +368,9 @@ func (co *coordinator) interruptAll() {
 
 // killAll kills every worker (a failed start, or an interrupted worker
 // that did not stop in time).
+// openGate opens the start barrier.
+func (co *coordinator) openGate() { co.gateOnce.Do(func() { close(co.gate) }) }
+
 func (co *coordinator) killAll() {
 	co.mu.Lock()
 	defer co.mu.Unlock()

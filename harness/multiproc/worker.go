@@ -110,6 +110,14 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 	}
 	offset := int64(clk.Offset)
 	now := func() int64 { return local() + offset }
+	// The start barrier: every worker's store is open and its clock
+	// measured before any traffic.
+	if _, err := conn.Call(ctx, MethodStart, StartRequest{}); err != nil {
+		if ctx.Err() != nil { // interrupted before the traffic
+			return sendHistory(conn, cfg.Recorder, nil, MethodDone)
+		}
+		return harness.EnvironmentError(fmt.Errorf("worker %d: wait for the start: %w", ws.Index, err))
+	}
 	cfg.Now = now
 	var faults []chaos.Fault
 	if ws.Crash != nil {

@@ -20,6 +20,10 @@ const MethodClock = "clock"
 // of the run's traffic.
 const MethodStart = "start"
 
+// MethodStop, an event from the coordinator to a remote worker: end the
+// traffic and send what you have (a local worker gets SIGTERM instead).
+const MethodStop = "stop"
+
 // StartRequest is the body of a MethodStart call.
 type StartRequest struct{}
 

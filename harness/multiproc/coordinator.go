@@ -60,6 +60,7 @@ type coordinator struct {
 	failed   error
 	stopping bool
 	grace    *time.Timer // kills the workers an interrupt did not stop in time
+	join     *joiner     // workers that join over NATS; nil: local processes
 }
 
 func newCoordinator(p *harness.Prepared, cfg workload.Config, n int, opts Options) *coordinator {
@@ -184,13 +185,20 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 // start starts an incarnation of worker i.
 func (co *coordinator) start(ctx context.Context, wg *sync.WaitGroup, i int, d time.Duration) error {
 	ws := co.next(i, d)
-	cmd, err := co.opts.command()
-	if err != nil {
-		return harness.EnvironmentError(err)
-	}
-	p, err := StartProc(cmd)
-	if err != nil {
-		return harness.EnvironmentError(fmt.Errorf("start worker %d: %w", i, err))
+	var p *Proc
+	if co.join != nil {
+		var err error
+		if p, err = co.join.accept(ctx, i); err != nil {
+			return harness.EnvironmentError(err)
+		}
+	} else {
+		cmd, err := co.opts.command()
+		if err != nil {
+			return harness.EnvironmentError(err)
+		}
+		if p, err = StartProc(cmd); err != nil {
+			return harness.EnvironmentError(fmt.Errorf("start worker %d: %w", i, err))
+		}
 	}
 	co.mu.Lock()
 	co.procs[i] = p

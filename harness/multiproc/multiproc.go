@@ -45,6 +45,10 @@ type Options struct {
 	// worker's remaining error bound, which the checker widens its ops'
 	// intervals by.
 	ClockSkew func(worker int) time.Duration
+	// Join, when set, makes the workers processes started elsewhere that
+	// join the run through NATS JetStream (see Join) instead of
+	// processes Run starts with Command.
+	Join *Join
 }
 
 func (o Options) command() (*exec.Cmd, error) {
@@ -141,6 +145,17 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	hdr := p.Header(cfg)
 	hdr.Options["workers"] = strconv.Itoa(workers)
 	co := newCoordinator(p, cfg, workers, opts)
+	if opts.Join != nil {
+		if len(co.crashes) > 0 || len(co.pending) > 0 || len(co.scheduled) > 0 {
+			return nil, harness.ConfigError("join: scenario %s has process crashes or pauses, which workers on other hosts cannot take yet (a joined worker cannot be stopped or restarted from here)", sp.ScenarioName)
+		}
+		jr, err := openJoiner(ctx, *opts.Join, workers)
+		if err != nil {
+			return nil, err
+		}
+		defer jr.close()
+		co.join = jr
+	}
 	stopWatch := watch(p.Spec.Progress, co.calls, cfg.Duration)
 	wctx, stopServerWatch := p.WatchBackend(ctx)
 	err = co.run(wctx, cfg.Duration)

@@ -65,7 +65,17 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 	if err := h.Decode(&ws); err != nil {
 		return harness.ConfigError("worker: %w", err)
 	}
-	go conn.Serve(ctx, nil) // the answers to pause calls
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// The answers to calls, and a remote worker's stop (a local one gets
+	// SIGTERM, which cancels ctx).
+	go conn.Serve(ctx, func(_ context.Context, method string, _ any, event bool) (any, error) {
+		if event && method == MethodStop {
+			stop()
+			return nil, nil
+		}
+		return nil, fmt.Errorf("multiproc: a worker serves no %q calls", method)
+	})
 	e, err := engines.Lookup(ws.Engine)
 	if err != nil {
 		return err
@@ -128,9 +138,9 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 		return harness.ConfigError("worker: %w", err)
 	}
 	cfg.Faults = &workerFaults{Injector: inj, ws: &ws, rec: cfg.Recorder, c: conn, now: now, pauser: newPauser(ctx, conn, ws.Pauses, cfg.Duration)}
-	stop := reportCalls(conn, cfg.Recorder)
+	stopReports := reportCalls(conn, cfg.Recorder)
 	_, err = workload.Run(ctx, cfg)
-	stop()
+	stopReports()
 	if err != nil && ctx.Err() == nil {
 		return err
 	}

@@ -152,6 +152,7 @@ func TestDesignsFailConformance(t *testing.T) {
 		{design: "fail-open", wantFailed: []string{"ConcurrentAcquireGrantsExactlyOneLease", "ConcurrentTakeOverGrantsExactlyOneLease"}},
 		{design: "keeps-pending", wantFailed: []string{"ReleaseMakesKeyAbsentAndRetryable", "TokensIncreaseAcrossReleaseAndRetention"}},
 		{design: "unscoped-key", wantFailed: []string{"AcquireOnLiveLeaseReturnsRecord", "TakeOverRefusedForDifferentFingerprint", "FingerprintKeptWithRecord"}},
+		{design: "two-step-takeover", wantFailed: []string{"ConcurrentTakeOverGrantsExactlyOneLease"}},
 	}
 	mustPass := []string{
 		"CompleteStoresResponseForReplay",

@@ -23,6 +23,7 @@ func TestNewBuildsEachDesign(t *testing.T) {
 		"fail-open":          "*naive.FailOpen",
 		"keeps-pending":      "*naive.KeepsPending",
 		"unscoped-key":       "*naive.UnscopedKey",
+		"two-step-takeover":  "*naive.TwoStepTakeover",
 	}
 	names := Names()
 	if len(names) != len(want) {

@@ -153,6 +153,7 @@ func TestDesignsFailConformance(t *testing.T) {
 		{design: "keeps-pending", wantFailed: []string{"ReleaseMakesKeyAbsentAndRetryable", "TokensIncreaseAcrossReleaseAndRetention"}},
 		{design: "unscoped-key", wantFailed: []string{"AcquireOnLiveLeaseReturnsRecord", "TakeOverRefusedForDifferentFingerprint", "FingerprintKeptWithRecord"}},
 		{design: "two-step-takeover", wantFailed: []string{"ConcurrentTakeOverGrantsExactlyOneLease"}},
+		{design: "fail-on-expiry", wantFailed: []string{"TakeOverOnlyAfterExpiryWithHigherToken"}},
 	}
 	mustPass := []string{
 		"CompleteStoresResponseForReplay",

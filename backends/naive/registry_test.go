@@ -24,6 +24,7 @@ func TestNewBuildsEachDesign(t *testing.T) {
 		"keeps-pending":      "*naive.KeepsPending",
 		"unscoped-key":       "*naive.UnscopedKey",
 		"two-step-takeover":  "*naive.TwoStepTakeover",
+		"fail-on-expiry":     "*naive.FailOnExpiry",
 	}
 	names := Names()
 	if len(names) != len(want) {

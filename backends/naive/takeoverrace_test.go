@@ -13,7 +13,7 @@ import (
 
 // takeoverSeeds is how many seeds TestTakeoverRaceCatchesTwoStepTakeover
 // runs the built-in takeover-race scenario on, at its full length. Zero
-// (the default) runs the quick form: two seeds of a one-second scenario.
+// (the default) runs the quick form: two seeds of a 1.5 s run.
 // The acceptance figure is 20:
 //
 //	go test ./backends/naive -run TestTakeoverRaceCatchesTwoStepTakeover -count=1 -v -args -takeover-seeds=20
@@ -28,7 +28,7 @@ var takeoverSeeds = flag.Int("takeover-seeds", 0, "seeds of the full takeover-ra
 func TestTakeoverRaceCatchesTwoStepTakeover(t *testing.T) {
 	seeds, duration := *takeoverSeeds, time.Duration(0)
 	if seeds <= 0 {
-		seeds, duration = 2, time.Second
+		seeds, duration = 2, 1500*time.Millisecond
 	}
 	reg, err := harness.NewRegistry(engines.Builtin()...)
 	if err != nil {

@@ -198,6 +198,10 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Re
 	if o.Dir != "" {
 		o.Dir = out.final
 	}
+	for i := range o.Report.Violations { // written into the temporary directory
+		v := &o.Report.Violations[i]
+		v.VisualizationPath = out.moved(v.VisualizationPath)
+	}
 	printRun(text, o)
 	if err := writeSummaryJSON(std, g, o.Summary); err != nil {
 		return err

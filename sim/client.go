@@ -1,0 +1,295 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/idem"
+)
+
+// errRetryable and errPermanent are the business function's own failures;
+// errStale its answer when the sink rejected its effect as fenced.
+var (
+	errRetryable = errors.New("sim: business function failed (retryable)")
+	errPermanent = errors.New("sim: business function failed (permanent)")
+	errStale     = errors.New("sim: effect rejected by fencing (stale token)")
+)
+
+func newRand(seed int64, stream int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(int64(stream))+1<<40))
+}
+
+// client sends one request at a time and retries it; its choices come
+// from its own random stream.
+type client struct {
+	w       *world
+	id      int
+	app     *app
+	rng     *rand.Rand
+	seq     int64 // attempts started, copies and probes included
+	n       int64 // requests started
+	pending []string
+}
+
+func (w *world) newClient(id int) *client {
+	return &client{w: w, id: id, app: w.apps[id%len(w.apps)], rng: newRand(w.cfg.Seed, id)}
+}
+
+// sleep waits d of virtual time, then waits for its turn.
+func (c *client) sleep(d time.Duration, what string) {
+	time.Sleep(d)
+	c.w.sch.park(c.id, 0, what)
+}
+
+// loop sends requests until the traffic duration is over.
+func (c *client) loop() {
+	cfg := &c.w.cfg
+	for {
+		d := time.Duration(c.rng.ExpFloat64() * float64(cfg.Interval))
+		if time.Duration(c.w.now())+d >= cfg.Duration {
+			return
+		}
+		c.sleep(d, "request")
+		c.n++
+		c.request("c"+strconv.Itoa(c.id)+"-"+strconv.FormatInt(c.n, 10), int64(c.id)<<32|c.n)
+	}
+}
+
+// request delivers one request until it gets a final answer or runs out of
+// attempts.
+func (c *client) request(key string, req int64) {
+	cfg := &c.w.cfg
+	fp := idem.FingerprintString(key, "req")
+	stuck := false
+	backoff := cfg.Backoff
+	for n := 1; ; n++ {
+		final, unsure := c.attempt(key, req, n, fp)
+		stuck = stuck || unsure
+		if final {
+			break
+		}
+		if n >= cfg.MaxAttempts {
+			stuck = true
+			break
+		}
+		c.sleep(backoff-time.Duration(c.rng.Float64()*0.5*float64(backoff)), "retry")
+		backoff = min(2*backoff, cfg.MaxBackoff)
+	}
+	if stuck {
+		c.pending = append(c.pending, key)
+	}
+}
+
+// attempt makes attempt n, possibly with a copy sent at about the same
+// time, and reports whether one of them got a final answer and whether one
+// ended unsure (unknown or lease lost).
+func (c *client) attempt(key string, req int64, n int, fp idem.Fingerprint) (final, unsure bool) {
+	f := &c.w.cfg.Faults
+	copies := 1
+	var gap time.Duration
+	if c.rng.Float64() < f.Copies {
+		copies = 2
+		if f.CopyGap > 0 {
+			gap = time.Duration(c.rng.Int64N(int64(f.CopyGap)))
+		}
+	}
+	outs := make([]history.Outcome, copies)
+	var wg sync.WaitGroup
+	for i := range copies {
+		c.seq++
+		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.app.id, key: key,
+			exec: strconv.Itoa(c.id) + "." + strconv.FormatInt(c.seq, 10), plan: c.w.drawPlan(c.rng)}
+		delay := time.Duration(i) * gap
+		wg.Go(func() { outs[i] = c.call(a, req, n, fp, delay, false) })
+	}
+	wg.Wait()
+	c.w.sch.park(c.id, 0, "answer")
+	for _, o := range outs {
+		switch o {
+		case history.Executed, history.Replayed, history.Failed, history.Mismatch:
+			final = true
+		case history.Unknown, history.LeaseLost:
+			unsure = true
+		}
+	}
+	return final, unsure
+}
+
+// probe asks once for every key the client left without a sure answer:
+// after the faults, each must be usable (I6).
+func (c *client) probe() {
+	for _, key := range c.pending {
+		c.seq++
+		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.app.id, key: key,
+			exec: "p" + strconv.Itoa(c.id) + "." + strconv.FormatInt(c.seq, 10), plan: &plan{}}
+		c.call(a, 0, 0, idem.FingerprintString(key, "req"), 0, true)
+	}
+}
+
+// call makes one Engine.Do call as actor a and records it.
+func (c *client) call(a *actor, req int64, n int, fp idem.Fingerprint, delay time.Duration, probe bool) history.Outcome {
+	w := c.w
+	if delay > 0 {
+		time.Sleep(delay)
+		w.sch.park(a.id, a.seq, "send")
+	}
+	ctx := context.WithValue(context.Background(), actorKey{}, a)
+	ran := false
+	op := history.Op{Kind: history.KindCall, Client: a.client, Worker: a.worker, Key: a.key, Request: req, Attempt: n,
+		FP: history.FingerprintID(fp), Probe: probe, Call: w.now()}
+	res, err := c.app.eng.Do(ctx, a.key, fp, func(ctx context.Context) (idem.Response, error) {
+		ran = true
+		return w.business(ctx, a, req, n)
+	})
+	op.Return = w.now()
+	classify(&op, res, err)
+	if op.Outcome.HasResponse() {
+		op.Exec = execOf(res.Response.Body)
+	} else if ran {
+		op.Exec = a.exec
+	}
+	w.record(op)
+	return op.Outcome
+}
+
+// business is the function every call runs: it works for the drawn time,
+// fails if the plan says so, else applies its effect to the sink.
+func (w *world) business(ctx context.Context, a *actor, req int64, n int) (idem.Response, error) {
+	p := a.plan
+	if p.work > 0 {
+		time.Sleep(p.work)
+		w.sch.park(a.id, a.seq, "effect")
+	}
+	switch p.fail {
+	case 1:
+		return idem.Response{}, errRetryable
+	case 2:
+		return response(500, "failed", a), idem.Permanent(errPermanent)
+	}
+	l, _ := idem.LeaseFrom(ctx)
+	resp := response(200, "ok", a)
+	applied := w.sink.apply(a.key, l.Token, resp)
+	now := w.now()
+	op := history.Op{Kind: history.KindEffect, Client: a.client, Worker: a.worker, Key: a.key, Request: req, Attempt: n,
+		Token: uint64(l.Token), Exec: a.exec, Call: now, Return: now, Applied: applied}
+	if !applied {
+		op.Err = errStale.Error()
+	}
+	w.record(op)
+	if !applied {
+		return response(409, "stale", a), idem.Permanent(errStale)
+	}
+	return resp, nil
+}
+
+// response is "<word> <key> <exec>" with status.
+func response(status int, word string, a *actor) idem.Response {
+	return idem.Response{Status: status, Body: []byte(word + " " + a.key + " " + a.exec)}
+}
+
+// execOf returns the execution a response names (its last word).
+func execOf(body []byte) string {
+	for i := len(body) - 1; i >= 0; i-- {
+		if body[i] == ' ' {
+			return string(body[i+1:])
+		}
+	}
+	return ""
+}
+
+// classify sets the outcome, token, response digest and error of a call op
+// from what Do returned; anything it cannot place is unknown.
+func classify(op *history.Op, res idem.Result, err error) {
+	switch {
+	case err == nil && res.Replayed && res.Failed:
+		op.Outcome = history.Failed
+	case err == nil && res.Replayed:
+		op.Outcome = history.Replayed
+	case err == nil && !res.Failed:
+		op.Outcome, op.Token = history.Executed, uint64(res.Token)
+	case errors.Is(err, idem.ErrAborted):
+		op.Outcome = history.Unknown
+	case errors.Is(err, idem.ErrLeaseLost):
+		op.Outcome, op.Token = history.LeaseLost, uint64(res.Token)
+	case errors.Is(err, idem.ErrBackend), idem.Ambiguous(err):
+		op.Outcome = history.Unknown
+	case errors.Is(err, idem.ErrInProgress):
+		op.Outcome = history.InProgress
+	case errors.Is(err, idem.ErrFingerprintMismatch):
+		op.Outcome = history.Mismatch
+	case res.Failed:
+		op.Outcome, op.Token = history.Failed, uint64(res.Token)
+	case errors.Is(err, errRetryable):
+		op.Outcome, op.Token = history.Released, uint64(res.Token)
+	default:
+		op.Outcome = history.Unknown
+	}
+	if op.Outcome.HasResponse() {
+		op.Resp = history.RespDigest(&res.Response)
+	}
+	if op.Outcome == history.Unknown {
+		op.Return = history.NoReturn
+	}
+	if err != nil {
+		op.Err = err.Error()
+	}
+}
+
+// observe records every lease step of the engines as a lease op, except
+// the answers that grant nothing (the call op records them).
+func (w *world) observe(ctx context.Context, ev idem.Event) {
+	a := actorOf(ctx)
+	if a == nil {
+		return
+	}
+	switch ev.Transition {
+	case idem.TransitionReplayed, idem.TransitionConflict, idem.TransitionMismatch:
+		return
+	}
+	now := w.now()
+	op := history.Op{Kind: history.KindLease, Client: a.client, Worker: a.worker, Key: ev.Key, Exec: a.exec,
+		Call: now, Return: now, Token: uint64(ev.Token), Transition: history.Transition(ev.Transition.String())}
+	switch ev.Transition {
+	case idem.TransitionTakenOver, idem.TransitionRecovered:
+		op.PrevToken = uint64(ev.PrevToken)
+	case idem.TransitionLeaseLost:
+		op.Label = ev.Op
+	case idem.TransitionBackendError:
+		op.Label = ev.Op
+		if ev.Err != nil {
+			op.Err = ev.Err.Error()
+		}
+	case idem.TransitionHeartbeatRefused:
+		if ev.Err != nil {
+			op.Err = ev.Err.Error()
+		}
+	}
+	w.record(op)
+	if ev.Transition == idem.TransitionCompleted && a.plan == nil && a.recovered != nil {
+		// A completer stored the response the recovery hook found: to the
+		// key model that is an execution whose effect came first.
+		fp := idem.FingerprintString(ev.Key, "req")
+		w.record(history.Op{Kind: history.KindCall, Client: a.client, Worker: a.worker, Key: ev.Key,
+			FP: history.FingerprintID(fp), Call: now, Return: now, Outcome: history.Executed, Token: uint64(ev.Token),
+			Resp: history.RespDigest(a.recovered), Exec: execOf(a.recovered.Body)})
+		a.recovered = nil
+	}
+}
+
+// recovery is every engine's recovery hook: after a take-over it fences
+// the sink and asks whether the previous holder's effect happened.
+func (w *world) recovery(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
+	if a := actorOf(ctx); a != nil {
+		w.sch.park(a.id, a.seq, "recover")
+	}
+	resp, done := w.sink.recoverKey(l.Key, l.Token)
+	if a := actorOf(ctx); a != nil && a.plan == nil && done {
+		a.recovered = &resp
+	}
+	return resp, done, nil
+}

@@ -25,11 +25,11 @@ func newRand(seed int64, stream int) *rand.Rand {
 }
 
 // client sends one request at a time and retries it; its choices come
-// from its own random stream.
+// from its own random stream. Each attempt goes to an app server the seed
+// picks, as a load balancer would send it.
 type client struct {
 	w       *world
 	id      int
-	app     *app
 	rng     *rand.Rand
 	seq     int64 // attempts started, copies and probes included
 	n       int64 // requests started
@@ -37,7 +37,7 @@ type client struct {
 }
 
 func (w *world) newClient(id int) *client {
-	return &client{w: w, id: id, app: w.apps[id%len(w.apps)], rng: newRand(w.cfg.Seed, id)}
+	return &client{w: w, id: id, rng: newRand(w.cfg.Seed, id)}
 }
 
 // sleep waits d of virtual time, then waits for its turn.
@@ -102,7 +102,7 @@ func (c *client) attempt(key string, req int64, n int, fp idem.Fingerprint) (fin
 	var wg sync.WaitGroup
 	for i := range copies {
 		c.seq++
-		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.app.id, key: key,
+		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.rng.IntN(len(c.w.apps)), key: key,
 			exec: strconv.Itoa(c.id) + "." + strconv.FormatInt(c.seq, 10), plan: c.w.drawPlan(c.rng)}
 		delay := time.Duration(i) * gap
 		wg.Go(func() { outs[i] = c.call(a, req, n, fp, delay, false) })
@@ -125,7 +125,7 @@ func (c *client) attempt(key string, req int64, n int, fp idem.Fingerprint) (fin
 func (c *client) probe() {
 	for _, key := range c.pending {
 		c.seq++
-		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.app.id, key: key,
+		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.rng.IntN(len(c.w.apps)), key: key,
 			exec: "p" + strconv.Itoa(c.id) + "." + strconv.FormatInt(c.seq, 10), plan: &plan{}}
 		c.call(a, 0, 0, idem.FingerprintString(key, "req"), 0, true)
 	}
@@ -142,7 +142,7 @@ func (c *client) call(a *actor, req int64, n int, fp idem.Fingerprint, delay tim
 	ran := false
 	op := history.Op{Kind: history.KindCall, Client: a.client, Worker: a.worker, Key: a.key, Request: req, Attempt: n,
 		FP: history.FingerprintID(fp), Probe: probe, Call: w.now()}
-	res, err := c.app.eng.Do(ctx, a.key, fp, func(ctx context.Context) (idem.Response, error) {
+	res, err := w.apps[a.worker].eng.Do(ctx, a.key, fp, func(ctx context.Context) (idem.Response, error) {
 		ran = true
 		return w.business(ctx, a, req, n)
 	})

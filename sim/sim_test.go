@@ -22,4 +22,3 @@ func TestQuickMemstore(t *testing.T) {
 		t.Errorf("%s %s: %s", v.Invariant, v.Key, v.Message)
 	}
 }
-

@@ -3,40 +3,37 @@ package sim_test
 import (
 	"testing"
 
-	"github.com/idembench/idembench/backends/naive"
 	"github.com/idembench/idembench/checker"
-	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/sim"
 )
 
-// openNaive opens a known-bad design of backends/naive for the simulation.
-func openNaive(cfg sim.Config, design func(naive.Options) idem.Store) sim.Opener {
-	return sim.Shared(func(clock idem.Clock) (idem.Store, error) {
-		return design(naive.Options{Clock: clock, TakeoverGrace: cfg.TakeoverGrace}), nil
-	})
-}
-
+// TestKnownBadDesignsCaught: each design whose flaw only the simulation
+// reaches is caught by its invariant on at least 19 of 20 seeds (all of
+// the fixed seeds of the quick form).
 func TestKnownBadDesignsCaught(t *testing.T) {
 	designs := []struct {
-		name string
-		open func(naive.Options) idem.Store
-		want checker.Invariant
+		store string
+		want  checker.Invariant
 	}{
-		{"skewed-leases", func(o naive.Options) idem.Store { return naive.NewSkewedLeases(o) }, checker.T1LiveTakeover},
-		{"touch-on-read", func(o naive.Options) idem.Store { return naive.NewTouchOnRead(o) }, checker.T2TakeoverLiveness},
+		{"naive/skewed-leases", checker.T1LiveTakeover},
+		{"naive/touch-on-read", checker.T2TakeoverLiveness},
 	}
+	n := seeds(20, 2)
 	for _, d := range designs {
 		caught := 0
-		for seed := int64(1); seed <= 20; seed++ {
+		var missed []int64
+		for seed := int64(1); seed <= int64(n); seed++ {
 			cfg := sim.Quick(seed)
-			res := sim.Run(t, openNaive(cfg, d.open), cfg)
+			res := sim.Run(t, opener(t, d.store, cfg), cfg)
 			if res.Report.Result(d.want).Violations > 0 {
 				caught++
+			} else {
+				missed = append(missed, seed)
 			}
 		}
-		t.Logf("%s caught by %s on %d/20 seeds", d.name, d.want, caught)
-		if caught < 19 {
-			t.Errorf("%s caught by %s on %d/20 seeds, want >= 19", d.name, d.want, caught)
+		t.Logf("%s caught by %s on %d/%d seeds (missed: %v)", d.store, d.want, caught, n, missed)
+		if caught*20 < n*19 {
+			t.Errorf("%s caught by %s on %d/%d seeds, want at least 95%%; missed seeds %v", d.store, d.want, caught, n, missed)
 		}
 	}
 }

@@ -8,12 +8,13 @@ import (
 )
 
 // TouchOnRead is the "touch on read" design: an Acquire that finds the
-// key in progress with the same fingerprint extends the lease (now plus
-// the TTL, as a cache refreshes an entry it serves) and reports the record
-// in progress, whether or not the lease had expired. A key whose holder
-// died stays blocked for as long as its clients retry within a TTL of each
-// other, and is never taken over while they do; once the retries stop the
-// lease runs out, and the probe at the end of a run finds the key free.
+// key in progress under a live lease, with the same fingerprint, extends
+// that lease (now plus the TTL, as a cache refreshes an entry it serves)
+// and reports the record in progress. A key whose holder died stays
+// blocked for as long as its clients retry within a TTL of each other,
+// and is never taken over while they do; once the retries stop the lease
+// runs out, the next Acquire takes it over, and the probe at the end of a
+// run finds the key free.
 //
 // Fencing, tokens, retention, replay and fingerprints are sound. Found by
 // the simulation's take-over liveness invariant (T2, package sim), which
@@ -30,15 +31,15 @@ func NewTouchOnRead(opts Options) *TouchOnRead {
 	return s
 }
 
-// Acquire claims an absent key, refreshes the lease of an in-progress one
-// instead of taking it over, and returns any other record unchanged. The
-// refresh is the flaw.
+// Acquire claims an absent key, takes over an expired lease, refreshes a
+// live one, and returns any other record unchanged. The refresh is the
+// flaw.
 func (s *TouchOnRead) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
 	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
-		switch {
-		case r == nil:
-			return s.claim(key, fp, leaseTTL, now, 0), nil
-		case r.Status == idem.StatusInProgress && r.Fingerprint == fp:
+		if ok, prev := mayTakeOver(r, fp, now); ok {
+			return s.claim(key, fp, leaseTTL, now, prev), nil
+		}
+		if r.Status == idem.StatusInProgress && r.Fingerprint == fp {
 			n := copyOf(r)
 			n.LeaseExpiry = now.Add(leaseTTL)
 			n.ExpiresAt = s.keepUntil(n.LeaseExpiry)

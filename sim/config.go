@@ -118,6 +118,9 @@ type Config struct {
 	// invariant (T2): a key may answer "in progress" at most LeaseTTL +
 	// LivenessSlack after the last renewal of any of its leases.
 	LivenessSlack time.Duration
+	// NoJSONL leaves Result.HistoryJSONL empty: a day of production
+	// traffic encodes to hundreds of megabytes.
+	NoJSONL bool
 }
 
 // Quick is the configuration the CI and the replay tests run: production
@@ -149,12 +152,13 @@ func Quick(seed int64) Config {
 // servers sending a request every 10 minutes each for 24 simulated hours,
 // 30 s leases, 24 h retention, 1 h take-over grace, the completer every
 // minute and expired records swept every 10 minutes, with every fault
-// kind.
+// kind. Its history is not encoded (NoJSONL).
 func Production(seed int64) Config {
 	c := Quick(seed)
 	c.Name = "production"
 	c.Clients, c.AppServers = 1000, 10
 	c.Duration, c.Interval = 24*time.Hour, 10*time.Minute
+	c.NoJSONL = true
 	return c
 }
 

@@ -46,9 +46,11 @@ type world struct {
 	apps   []*app
 	faults atomic.Int64
 
-	mu  sync.Mutex
-	ops []history.Op
+	mu     sync.Mutex
+	chunks [][]history.Op // filled in chunks, so recording never copies the history
 }
+
+const chunkOps = 4096
 
 // app is one simulated app server: its clock, its store and its engine.
 type app struct {
@@ -62,7 +64,11 @@ func (w *world) now() int64 { return int64(time.Since(w.start)) }
 
 func (w *world) record(op history.Op) {
 	w.mu.Lock()
-	w.ops = append(w.ops, op)
+	if n := len(w.chunks); n == 0 || len(w.chunks[n-1]) == chunkOps {
+		w.chunks = append(w.chunks, make([]history.Op, 0, chunkOps))
+	}
+	last := &w.chunks[len(w.chunks)-1]
+	*last = append(*last, op)
 	w.mu.Unlock()
 }
 
@@ -149,22 +155,16 @@ func simulate(t *testing.T, open Opener, cfg Config) Result {
 	return w.result(cfg, virtual)
 }
 
-// startBackground starts the completers (one per app server, on stores
-// with idem.Lister) and the sweeper (on stores with idem.Sweeper).
+// startBackground starts the completer (one, on app server 0, as a
+// deployment runs one completer job; on stores with idem.Lister) and the
+// sweeper (on stores with idem.Sweeper).
 func (w *world) startBackground(ctx context.Context, bg *sync.WaitGroup) {
 	cfg := &w.cfg
-	if cfg.CompleterEvery > 0 {
-		for _, a := range w.apps {
-			if _, ok := a.store.inner.(idem.Lister); !ok {
-				break
-			}
-			act := &actor{id: cfg.Clients + a.id, client: cfg.Clients + a.id, worker: a.id}
+	if a := w.apps[0]; cfg.CompleterEvery > 0 {
+		if _, ok := a.store.inner.(idem.Lister); ok {
+			act := &actor{id: cfg.Clients, client: cfg.Clients, worker: a.id}
 			cctx := context.WithValue(ctx, actorKey{}, act)
-			bg.Go(func() {
-				// Stagger the app servers' completers over one interval.
-				time.Sleep(cfg.CompleterEvery * time.Duration(a.id) / time.Duration(len(w.apps)))
-				_ = a.eng.RunCompleter(cctx, cfg.CompleterEvery, cfg.LeaseTTL)
-			})
+			bg.Go(func() { _ = a.eng.RunCompleter(cctx, cfg.CompleterEvery, cfg.LeaseTTL) })
 		}
 	}
 	if _, ok := w.apps[0].store.inner.(idem.Sweeper); ok && cfg.GCEvery > 0 {
@@ -185,28 +185,14 @@ func (w *world) startBackground(ctx context.Context, bg *sync.WaitGroup) {
 	}
 }
 
-// result sorts and encodes the history and checks it.
+// result sorts the history and encodes it.
 func (w *world) result(cfg Config, virtual time.Duration) Result {
-	ops := w.ops
-	// Ops that one instant recorded from racing renewals arrive in any
-	// order: sort by time, then by their encoding, so the history is a
-	// function of the seed.
-	enc := make([][]byte, len(ops))
-	idx := make([]int, len(ops))
-	for i := range ops {
-		enc[i] = history.AppendOp(nil, &ops[i])
-		idx[i] = i
+	ops := make([]history.Op, 0, len(w.chunks)*chunkOps)
+	for _, c := range w.chunks {
+		ops = append(ops, c...)
 	}
-	slices.SortFunc(idx, func(a, b int) int {
-		if c := cmp.Compare(ops[a].Call, ops[b].Call); c != 0 {
-			return c
-		}
-		return bytes.Compare(enc[a], enc[b])
-	})
-	sorted := make([]history.Op, len(ops))
-	for i, j := range idx {
-		sorted[i] = ops[j]
-	}
+	w.chunks = nil
+	sorted := sortOps(ops)
 	h := &history.History{Header: history.Header{
 		Tool: "idembench sim", Scenario: "sim/" + cfg.Name, Seed: cfg.Seed, Engine: "fenced+recovery",
 		Start: w.start.UTC(), LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Clock: "virtual",
@@ -215,12 +201,37 @@ func (w *world) result(cfg Config, virtual time.Duration) Result {
 			"duration": cfg.Duration.String(), "takeover_grace": cfg.TakeoverGrace.String(),
 		},
 	}, Ops: sorted}
-	var buf bytes.Buffer
-	if err := history.Encode(&buf, h); err != nil {
-		panic(fmt.Sprintf("sim: encode the history: %v", err))
+	res := Result{Config: cfg, History: h, Virtual: virtual, Steps: w.sch.steps}
+	if !cfg.NoJSONL {
+		var buf bytes.Buffer
+		if err := history.Encode(&buf, h); err != nil {
+			panic(fmt.Sprintf("sim: encode the history: %v", err))
+		}
+		res.HistoryJSONL = buf.Bytes()
 	}
-	res := Result{Config: cfg, History: h, HistoryJSONL: buf.Bytes(), Virtual: virtual, Steps: w.sch.steps}
 	res.Calls, res.Effects, _ = h.Counts()
 	res.Faults = int(w.faults.Load())
 	return res
+}
+
+// sortOps sorts ops by Call, and ops of one instant by their encoding: the
+// renewals of one heartbeat tick race and are recorded in any order, so
+// only this makes the history a function of the seed.
+func sortOps(ops []history.Op) []history.Op {
+	slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Call, b.Call) })
+	var ea, eb []byte
+	for i := 0; i < len(ops); {
+		j := i + 1
+		for j < len(ops) && ops[j].Call == ops[i].Call {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(ops[i:j], func(a, b history.Op) int {
+				ea, eb = history.AppendOp(ea[:0], &a), history.AppendOp(eb[:0], &b)
+				return bytes.Compare(ea, eb)
+			})
+		}
+		i = j
+	}
+	return ops
 }

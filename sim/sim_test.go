@@ -15,10 +15,11 @@ import (
 )
 
 var (
-	flagSeed   = flag.Int64("sim.seed", 1, "TestSim: the seed to simulate")
-	flagStore  = flag.String("sim.store", "memory", "TestSim: the store: memory, or naive/DESIGN ("+strings.Join(designNames(), ", ")+")")
-	flagConfig = flag.String("sim.config", "quick", "TestSim: the configuration: quick or production")
-	flagSeeds  = flag.Int("sim.seeds", 0, "TestSimSeeds, TestReplayIdentical, TestKnownBadDesignsCaught: how many seeds (0: the default of each)")
+	flagSeed    = flag.Int64("sim.seed", 1, "TestSim: the seed to simulate")
+	flagStore   = flag.String("sim.store", "memory", "TestSim: the store: memory, or naive/DESIGN ("+strings.Join(designNames(), ", ")+")")
+	flagConfig  = flag.String("sim.config", "quick", "TestSim: the configuration: quick or production")
+	flagTraffic = flag.Duration("sim.traffic", 0, "TestSim: the traffic duration (0: the configuration's)")
+	flagSeeds   = flag.Int("sim.seeds", 0, "TestSimSeeds, TestReplayIdentical, TestKnownBadDesignsCaught: how many seeds (0: the default of each)")
 )
 
 // simDesigns are the known-bad designs only the simulation reaches, by
@@ -28,7 +29,9 @@ var simDesigns = map[string]func(naive.Options) idem.Store{
 	"touch-on-read": func(o naive.Options) idem.Store { return naive.NewTouchOnRead(o) },
 }
 
-func designNames() []string { return append([]string{"skewed-leases", "touch-on-read"}, naive.Names()...) }
+func designNames() []string {
+	return append([]string{"skewed-leases", "touch-on-read"}, naive.Names()...)
+}
 
 // opener returns the Opener of the store named name for cfg.
 func opener(t *testing.T, name string, cfg sim.Config) sim.Opener {
@@ -79,8 +82,12 @@ func seeds(def, quick int) int {
 //	go test -count=1 -run '^TestSim$' ./sim -sim.seed 7 -sim.store naive/touch-on-read
 func TestSim(t *testing.T) {
 	cfg := configOf(t, *flagConfig, *flagSeed)
-	res := sim.Run(t, opener(t, *flagStore, cfg), cfg)
 	replay := fmt.Sprintf("go test -count=1 -run '^TestSim$' ./sim -sim.seed %d -sim.store %s -sim.config %s", cfg.Seed, *flagStore, cfg.Name)
+	if *flagTraffic > 0 {
+		cfg.Duration = *flagTraffic
+		replay += " -sim.traffic " + cfg.Duration.String()
+	}
+	res := sim.Run(t, opener(t, *flagStore, cfg), cfg)
 	out := res.Summary(replay)
 	if res.Report.Verdict != checker.VerdictOK {
 		t.Fatal("\n" + out)

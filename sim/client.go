@@ -70,6 +70,9 @@ func (c *client) request(key string, req int64) {
 	backoff := cfg.Backoff
 	for n := 1; ; n++ {
 		if c.attempt(key, req, n, fp) {
+			if c.rng.Float64() < cfg.Faults.Mismatch {
+				c.reuse(key, req)
+			}
 			return
 		}
 		if n >= cfg.MaxAttempts {
@@ -82,29 +85,37 @@ func (c *client) request(key string, req int64) {
 }
 
 // attempt makes attempt n, possibly with a copy sent at about the same
-// time, and reports whether one of them got a final answer.
+// time, and reports whether one of them got a final answer. The client
+// waits for each call up to its timeout; a call it gives up on is
+// recorded as unknown and goes on without it, as a server that does not
+// notice the client left.
 func (c *client) attempt(key string, req int64, n int, fp idem.Fingerprint) (final bool) {
-	f := &c.w.cfg.Faults
+	cfg := &c.w.cfg
+	f := &cfg.Faults
 	copies := 1
 	var gap time.Duration
 	if c.rng.Float64() < f.Copies {
 		copies = 2
-		if f.CopyGap > 0 {
+		if f.CopyGap > 0 && c.rng.IntN(2) == 1 { // else both at one instant
 			gap = time.Duration(c.rng.Int64N(int64(f.CopyGap)))
 		}
 	}
-	outs := make([]history.Outcome, copies)
-	var wg sync.WaitGroup
+	calls := make([]*pendingCall, copies)
 	for i := range copies {
 		c.seq++
 		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.rng.IntN(len(c.w.apps)), key: key,
 			exec: strconv.Itoa(c.id) + "." + strconv.FormatInt(c.seq, 10), plan: c.w.drawPlan(c.rng)}
+		pc := &pendingCall{done: make(chan struct{})}
+		calls[i] = pc
 		delay := time.Duration(i) * gap
-		wg.Go(func() { outs[i] = c.call(a, req, n, fp, delay, false) })
+		c.w.inflight.Go(func() { c.call(a, req, n, fp, delay, false, pc) })
 	}
-	wg.Wait()
-	for _, o := range outs {
-		switch o {
+	deadline := time.Now().Add(cfg.Timeout)
+	for _, pc := range calls {
+		if cfg.Timeout > 0 && !c.wait(pc, deadline) {
+			continue
+		}
+		switch pc.out {
 		case history.Executed, history.Replayed, history.Failed, history.Mismatch:
 			final = true
 		}
@@ -112,30 +123,101 @@ func (c *client) attempt(key string, req int64, n int, fp idem.Fingerprint) (fin
 	return final
 }
 
-// probe asks once for every key the client left without a sure answer:
+// pendingCall is one call a client waits for. finished and abandoned
+// are decided under mu, in a turn of the scheduler, so which of the call
+// and the client's timeout came first is the seed's choice.
+type pendingCall struct {
+	done      chan struct{}
+	mu        sync.Mutex
+	call      int64 // when the call was sent
+	finished  bool  // Do returned and the call was recorded
+	abandoned bool  // the client gave up first
+	out       history.Outcome
+}
+
+// wait waits for pc until deadline and reports whether it finished; a
+// call still running then is recorded as unknown and abandoned.
+func (c *client) wait(pc *pendingCall, deadline time.Time) bool {
+	select {
+	case <-pc.done:
+		// Finished already: a select that also saw an expired timer
+		// would pick one of the two at random.
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-pc.done:
+		return true
+	case <-t.C:
+	}
+	c.w.sch.park(c.id, 0, "timeout")
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.finished {
+		return true
+	}
+	pc.abandoned = true
+	return false
+}
+
+// probe asks once for every key the client left without a final answer:
 // after the faults, each must be usable (I6).
 func (c *client) probe() {
 	for _, key := range c.pending {
 		c.seq++
 		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.rng.IntN(len(c.w.apps)), key: key,
 			exec: "p" + strconv.Itoa(c.id) + "." + strconv.FormatInt(c.seq, 10), plan: &plan{}}
-		c.call(a, 0, 0, idem.FingerprintString(key, "req"), 0, true)
+		c.call(a, 0, 0, idem.FingerprintString(key, "req"), 0, true, &pendingCall{done: make(chan struct{})})
 	}
 }
 
-// call makes one Engine.Do call as actor a and records it.
-func (c *client) call(a *actor, req int64, n int, fp idem.Fingerprint, delay time.Duration, probe bool) history.Outcome {
+// reuse sends one request with another body under key, which already has
+// its answer: a client that reuses a key for a different request. The
+// store must refuse it (mismatch), never replay the other request's
+// answer.
+func (c *client) reuse(key string, req int64) {
+	c.seq++
+	a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.rng.IntN(len(c.w.apps)), key: key,
+		exec: strconv.Itoa(c.id) + "." + strconv.FormatInt(c.seq, 10), plan: c.w.drawPlan(c.rng)}
+	pc := &pendingCall{done: make(chan struct{})}
+	c.w.inflight.Go(func() { c.call(a, req, 1, idem.FingerprintString(key, "other"), 0, false, pc) })
+	if c.w.cfg.Timeout > 0 {
+		c.wait(pc, time.Now().Add(c.w.cfg.Timeout))
+	} else {
+		<-pc.done
+	}
+}
+
+// call makes one Engine.Do call as actor a and records it, unless the
+// client gave up on it first: then the client recorded it as unknown.
+func (c *client) call(a *actor, req int64, n int, fp idem.Fingerprint, delay time.Duration, probe bool, pc *pendingCall) {
 	w := c.w
 	time.Sleep(delay) // a copy's gap; the call waits for its turn at the store
 	ctx := context.WithValue(context.Background(), actorKey{}, a)
 	ran := false
 	op := history.Op{Kind: history.KindCall, Client: a.client, Worker: a.worker, Key: a.key, Request: req, Attempt: n,
 		FP: history.FingerprintID(fp), Probe: probe, Call: w.now()}
+	pc.mu.Lock()
+	pc.call = op.Call
+	pc.mu.Unlock()
 	res, err := w.apps[a.worker].eng.Do(ctx, a.key, fp, func(ctx context.Context) (idem.Response, error) {
 		ran = true
 		return w.business(ctx, a, req, n)
 	})
 	op.Return = w.now()
+	pc.mu.Lock()
+	defer close(pc.done)
+	defer pc.mu.Unlock()
+	if pc.abandoned {
+		op.Return, op.Outcome, op.Err = history.NoReturn, history.Unknown, "client timeout after "+w.cfg.Timeout.String()
+		if ran {
+			op.Exec = a.exec
+		}
+		w.record(op)
+		return
+	}
 	classify(&op, res, err)
 	if op.Outcome.HasResponse() {
 		op.Exec = execOf(res.Response.Body)
@@ -143,7 +225,7 @@ func (c *client) call(a *actor, req int64, n int, fp idem.Fingerprint, delay tim
 		op.Exec = a.exec
 	}
 	w.record(op)
-	return op.Outcome
+	pc.finished, pc.out = true, op.Outcome
 }
 
 // business is the function every call runs: it works for the drawn time,

@@ -64,10 +64,14 @@ type Faults struct {
 	// and take effect, then drops the reply: the engine gets an ambiguous
 	// backend error.
 	LostReply float64
-	// Copies is the probability that an attempt is sent twice at once (a
-	// client or a proxy duplicating it); the copy starts within CopyGap.
+	// Copies is the probability that an attempt is sent twice (a client
+	// or a proxy duplicating it): half the copies at the same instant, the
+	// others within CopyGap.
 	Copies  float64
 	CopyGap time.Duration
+	// Mismatch is the probability that a client, once a request got its
+	// answer, sends a different request under the same key.
+	Mismatch float64
 	// ClockSkew is the largest offset of an app server's clock from true
 	// time; each app server draws its offset uniformly in [-ClockSkew,
 	// +ClockSkew]. Zero: every clock is true.
@@ -100,9 +104,13 @@ type Config struct {
 	// failures.
 	PermanentRate, RetryableRate float64
 	// MaxAttempts bounds a client's attempts per request; Backoff is the
-	// first wait between attempts, doubled up to MaxBackoff.
+	// first wait between attempts, doubled up to MaxBackoff (minus up to
+	// half, drawn). Timeout is how long a client waits for one attempt
+	// before it gives up on it (recorded as unknown) and retries while
+	// the call goes on; zero waits for every call.
 	MaxAttempts         int
 	Backoff, MaxBackoff time.Duration
+	Timeout             time.Duration
 	// LeaseTTL, Retention and TakeoverGrace are the engine's and store's
 	// timings. Heartbeat zero means LeaseTTL/3.
 	LeaseTTL, Retention, TakeoverGrace, Heartbeat time.Duration
@@ -136,12 +144,12 @@ func Quick(seed int64) Config {
 		Duration: 20 * time.Minute, Interval: 30 * time.Second,
 		Work: 200 * time.Millisecond, LongWork: 0.02,
 		PermanentRate: 0.02, RetryableRate: 0.02,
-		MaxAttempts: 40, Backoff: 250 * time.Millisecond, MaxBackoff: 2 * time.Second,
+		MaxAttempts: 40, Backoff: 250 * time.Millisecond, MaxBackoff: 2 * time.Second, Timeout: 10 * time.Second,
 		LeaseTTL: 30 * time.Second, Retention: 24 * time.Hour, TakeoverGrace: time.Hour,
 		CompleterEvery: time.Minute, GCEvery: 10 * time.Minute,
 		Faults: Faults{
 			Crash: 0.05, Pause: 0.03, PauseMin: 10 * time.Second, PauseMax: 90 * time.Second,
-			LostReply: 0.03, Copies: 0.1, CopyGap: 50 * time.Millisecond,
+			LostReply: 0.03, Copies: 0.1, CopyGap: 50 * time.Millisecond, Mismatch: 0.02,
 			ClockSkew: time.Second,
 		},
 		LivenessSlack: time.Second,

@@ -53,6 +53,11 @@ func (w *world) drawPlan(rng *rand.Rand) *plan {
 		if f.PauseMax > f.PauseMin {
 			p.pause += time.Duration(rng.Int64N(int64(f.PauseMax - f.PauseMin)))
 		}
+		if rng.IntN(2) == 1 {
+			// A process that stalled often comes back to errors (its
+			// connections timed out): the function fails, retryably.
+			p.fail = 1
+		}
 	}
 	if rng.Float64() < f.LostReply {
 		// The Acquire (step 1) or the write that records the outcome

@@ -45,6 +45,9 @@ type world struct {
 	sink   *sink
 	apps   []*app
 	faults atomic.Int64
+	// inflight holds every call goroutine: a call a client gave up on
+	// goes on after the client moved on.
+	inflight sync.WaitGroup
 
 	mu     sync.Mutex
 	chunks [][]history.Op // filled in chunks, so recording never copies the history
@@ -135,6 +138,7 @@ func simulate(t *testing.T, open Opener, cfg Config) Result {
 		clients.Go(cls[i].loop)
 	}
 	clients.Wait()
+	w.inflight.Wait()
 
 	// The faults are over: wait out a lease and its slack, then probe
 	// every key a client left without an answer.

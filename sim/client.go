@@ -232,6 +232,7 @@ func (c *client) call(a *actor, req int64, n int, fp idem.Fingerprint, delay tim
 // fails if the plan says so, else applies its effect to the sink.
 func (w *world) business(ctx context.Context, a *actor, req int64, n int) (idem.Response, error) {
 	p := a.plan
+	a.fnEnd.Store(time.Now().Add(p.work).UnixNano())
 	if p.work > 0 {
 		time.Sleep(p.work)
 		w.sch.park(a.id, a.seq, "effect")

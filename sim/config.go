@@ -64,6 +64,13 @@ type Faults struct {
 	// and take effect, then drops the reply: the engine gets an ambiguous
 	// backend error.
 	LostReply float64
+	// SlowRenewal is the probability that the first lease renewal of an
+	// execution stalls between LeaseTTL/2 and 1.5 LeaseTTL before it is
+	// sent (a stop-the-world pause of the renewal path), so that it may
+	// reach the store after the lease expired and was taken over. It is
+	// applied only where the function still runs when the stall ends
+	// (see gatedStore.Heartbeat).
+	SlowRenewal float64
 	// Copies is the probability that an attempt is sent twice (a client
 	// or a proxy duplicating it): half the copies at the same instant, the
 	// others within CopyGap.
@@ -149,8 +156,9 @@ func Quick(seed int64) Config {
 		CompleterEvery: time.Minute, GCEvery: 10 * time.Minute,
 		Faults: Faults{
 			Crash: 0.05, Pause: 0.03, PauseMin: 10 * time.Second, PauseMax: 90 * time.Second,
-			LostReply: 0.03, Copies: 0.1, CopyGap: 50 * time.Millisecond, Mismatch: 0.02,
-			ClockSkew: time.Second,
+			LostReply: 0.03, Copies: 0.2, CopyGap: 50 * time.Millisecond, Mismatch: 0.02,
+			SlowRenewal: 0.5,
+			ClockSkew:   time.Second,
 		},
 		LivenessSlack: time.Second,
 	}

@@ -24,6 +24,7 @@ type plan struct {
 	pauseAt  idem.Point    // 0: no pause
 	pause    time.Duration // how long
 	loseStep int           // the store call (1 = Acquire) whose reply is lost; 0: none
+	beatLag  time.Duration // stall of the execution's first renewal before it is sent
 	work     time.Duration
 	fail     int // 0 ok, 1 retryable, 2 permanent
 }
@@ -58,6 +59,9 @@ func (w *world) drawPlan(rng *rand.Rand) *plan {
 			// connections timed out): the function fails, retryably.
 			p.fail = 1
 		}
+	}
+	if rng.Float64() < f.SlowRenewal {
+		p.beatLag = c.LeaseTTL/2 + time.Duration(rng.Int64N(int64(c.LeaseTTL)))
 	}
 	if rng.Float64() < f.LostReply {
 		// The Acquire (step 1) or the write that records the outcome

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -32,6 +34,10 @@ type actor struct {
 	// recovered is, for a completer, the response the recovery hook
 	// found for the key it is completing.
 	recovered *idem.Response
+	// fnEnd is when the attempt's function will return (its work
+	// drawn); lagged is set once its renewal was delayed.
+	fnEnd  atomic.Int64 // UnixNano
+	lagged atomic.Bool
 }
 
 func actorOf(ctx context.Context) *actor {
@@ -90,7 +96,22 @@ func (g *gatedStore) Acquire(ctx context.Context, key string, fp idem.Fingerprin
 	return l, r, err
 }
 
+// Heartbeat renews at once, or, for the first renewal of an attempt whose
+// plan says so, after a stall: the renewal is held on the app server (a
+// stop-the-world pause of its renewal path) and sent when the stall ends,
+// as if just made, so the engine's own timeout for it does not run during
+// the stall. The stall is applied only when it ends before the attempt's
+// function returns: the engine holds the execution's renewal lock across
+// this call and takes it again when the function returns, and a goroutine
+// blocked on a mutex would stop the bubble's clock for good.
 func (g *gatedStore) Heartbeat(ctx context.Context, l *idem.Lease, ttl time.Duration) error {
+	if a := actorOf(ctx); a != nil && a.plan != nil && a.plan.beatLag > 0 && !a.lagged.Load() &&
+		time.Now().Add(a.plan.beatLag).UnixNano() < a.fnEnd.Load() {
+		a.lagged.Store(true)
+		g.w.fault(history.FaultPause, a, "renewal stalled "+a.plan.beatLag.String(), a.plan.beatLag)
+		time.Sleep(a.plan.beatLag)
+		ctx = context.WithoutCancel(ctx)
+	}
 	return g.inner.Heartbeat(ctx, l, ttl)
 }
 

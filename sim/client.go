@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -241,7 +242,7 @@ func (w *world) business(ctx context.Context, a *actor, req int64, n int) (idem.
 	case 1:
 		return idem.Response{}, errRetryable
 	case 2:
-		return response(500, "failed", a), idem.Permanent(errPermanent)
+		return response(422, "failed", a), idem.Permanent(errPermanent)
 	}
 	l, _ := idem.LeaseFrom(ctx)
 	resp := response(200, "ok", a)
@@ -259,17 +260,32 @@ func (w *world) business(ctx context.Context, a *actor, req int64, n int) (idem.
 	return resp, nil
 }
 
-// response is "<word> <key> <exec>" with status.
+// response is what the business answers: for a success 201 Created with
+// Location, ETag and Content-Type headers and a JSON body, for a failure
+// its own status with a problem body. Every body names the execution,
+// which execOf reads back. Replays must reproduce all of it (I3).
 func response(status int, word string, a *actor) idem.Response {
-	return idem.Response{Status: status, Body: []byte(word + " " + a.key + " " + a.exec)}
+	body := []byte(`{"status":"` + word + `","key":"` + a.key + `","exec":"` + a.exec + `"}`)
+	if status == 200 {
+		return idem.Response{Status: 201, Body: body, Header: map[string][]string{
+			"Content-Type": {"application/json"},
+			"Etag":         {`"` + a.exec + `"`},
+			"Location":     {"/payments/" + a.key},
+		}}
+	}
+	return idem.Response{Status: status, Body: body, Header: map[string][]string{"Content-Type": {"application/problem+json"}}}
 }
 
-// execOf returns the execution a response names (its last word).
+// execOf returns the execution a response body names ("exec":"…").
 func execOf(body []byte) string {
-	for i := len(body) - 1; i >= 0; i-- {
-		if body[i] == ' ' {
-			return string(body[i+1:])
-		}
+	const field = `"exec":"`
+	i := bytes.Index(body, []byte(field))
+	if i < 0 {
+		return ""
+	}
+	rest := body[i+len(field):]
+	if j := bytes.IndexByte(rest, '"'); j >= 0 {
+		return string(rest[:j])
 	}
 	return ""
 }

@@ -17,6 +17,7 @@ func TestKnownBadDesignsCaught(t *testing.T) {
 	}{
 		{"naive/skewed-leases", checker.T1LiveTakeover},
 		{"naive/touch-on-read", checker.T2TakeoverLiveness},
+		{"naive/lean-record", checker.I3ReplayConsistency},
 	}
 	n := seeds(20, 2)
 	for _, d := range designs {

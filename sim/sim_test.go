@@ -27,6 +27,7 @@ var (
 var simDesigns = map[string]func(naive.Options) idem.Store{
 	"skewed-leases": func(o naive.Options) idem.Store { return naive.NewSkewedLeases(o) },
 	"touch-on-read": func(o naive.Options) idem.Store { return naive.NewTouchOnRead(o) },
+	"lean-record":   func(o naive.Options) idem.Store { return naive.NewLeanRecord(o) },
 }
 
 func designNames() []string {

@@ -3,6 +3,8 @@ package sim_test
 import (
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,6 +92,13 @@ func TestSim(t *testing.T) {
 	}
 	res := sim.Run(t, opener(t, *flagStore, cfg), cfg)
 	out := res.Summary(replay)
+	if len(res.HistoryJSONL) > 0 {
+		path := filepath.Join(t.ArtifactDir(), "history.jsonl")
+		if err := os.WriteFile(path, res.HistoryJSONL, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out += "history: " + path + " (go test -artifacts DIR keeps it; idembench check re-checks it without T1 and T2)\n"
+	}
 	if res.Report.Verdict != checker.VerdictOK {
 		t.Fatal("\n" + out)
 	}

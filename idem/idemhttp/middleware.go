@@ -71,6 +71,16 @@ type Options struct {
 	// response is stored and replayed (true) or the key is released so that
 	// the client can retry (false). Nil means status < 500.
 	StoreStatus func(status int) bool
+	// UncertainStatus, when set, names the handler's status codes that mean
+	// the handler cannot tell whether its effect happened (a 504 from a
+	// payment provider that timed out, say). Such a response is not
+	// stored: the key is recorded uncertain (idem.ErrUncertain; on a store
+	// without idem.UncertainStore, or with a recovery hook, it stays in
+	// progress for a take-over instead), and this client and every later
+	// one get 409 operation_uncertain until an operator resolves the key
+	// (idemctl resolve). It is asked before StoreStatus. Nil means no
+	// status is uncertain.
+	UncertainStatus func(status int) bool
 	// RetryAfter is sent, rounded up to whole seconds (at least 1), with
 	// 409 in_progress and 503 unavailable. Zero means DefaultRetryAfter.
 	RetryAfter time.Duration
@@ -102,6 +112,18 @@ type StatusError struct {
 // Error says which status released the key.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("idemhttp: handler answered %d; key released for retry", e.Status)
+}
+
+// UncertainError is the error the engine function returns, marked
+// idem.MarkAmbiguous, when Options.UncertainStatus names the handler's
+// status.
+type UncertainError struct {
+	Status int
+}
+
+// Error says which status made the outcome uncertain.
+func (e *UncertainError) Error() string {
+	return fmt.Sprintf("idemhttp: handler answered %d: outcome uncertain", e.Status)
 }
 
 // Middleware returns middleware that runs guarded requests through e, at

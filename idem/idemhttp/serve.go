@@ -163,6 +163,9 @@ func (h *handler) outcome(c *capture) (idem.Response, error) {
 			Body:   p.body(),
 		}
 	}
+	if h.opts.UncertainStatus != nil && !c.spilled && h.opts.UncertainStatus(c.status) {
+		return resp, idem.MarkAmbiguous(&UncertainError{Status: c.status})
+	}
 	if !h.opts.StoreStatus(c.status) {
 		return resp, &StatusError{Status: c.status}
 	}
@@ -179,6 +182,10 @@ func (h *handler) afterRun(w http.ResponseWriter, r *http.Request, c *capture, e
 		if !c.spilled {
 			h.writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
 		}
+		return
+	}
+	if errors.Is(err, idem.ErrUncertain) && !c.spilled {
+		h.writeUncertain(w)
 		return
 	}
 	c.send()
@@ -205,6 +212,8 @@ func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Resul
 			"a request with this key is still being processed; retry later", h.retryAfter)
 	case errors.Is(err, idem.ErrAborted):
 		h.writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
+	case errors.Is(err, idem.ErrUncertain):
+		h.writeUncertain(w)
 	default:
 		if r.Context().Err() == nil {
 			h.onError(r, err)
@@ -212,6 +221,13 @@ func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Resul
 		h.writeProblem(w, http.StatusServiceUnavailable, ReasonUnavailable,
 			"the idempotency store is unavailable; the request was not processed", h.retryAfter)
 	}
+}
+
+// writeUncertain answers for a key whose outcome is uncertain.
+func (h *handler) writeUncertain(w http.ResponseWriter) {
+	h.writeProblem(w, http.StatusConflict, ReasonOperationUncertain,
+		"the request with this key may or may not have been processed; it will not be processed again "+
+			"until the operator resolves it, and a request with a new key may be processed twice", 0)
 }
 
 // replay writes a stored response and the replay marker.

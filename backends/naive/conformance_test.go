@@ -152,6 +152,7 @@ func TestDesignsFailConformance(t *testing.T) {
 		{design: "fail-open", wantFailed: []string{"ConcurrentAcquireGrantsExactlyOneLease", "ConcurrentTakeOverGrantsExactlyOneLease"}},
 		{design: "keeps-pending", wantFailed: []string{"ReleaseMakesKeyAbsentAndRetryable", "TokensIncreaseAcrossReleaseAndRetention"}},
 		{design: "unscoped-key", wantFailed: []string{"AcquireOnLiveLeaseReturnsRecord", "TakeOverRefusedForDifferentFingerprint", "FingerprintKeptWithRecord"}},
+		{design: "retries-uncertain", wantFailed: []string{"UncertainRecordIsNeverTakenOver", "EngineNeverRunsUncertainKeyAgain"}},
 	}
 	mustPass := []string{
 		"CompleteStoresResponseForReplay",
@@ -186,7 +187,7 @@ func TestDesignsFailConformance(t *testing.T) {
 			// stricter-but-safe store may declare as deviations).
 			if !slices.ContainsFunc(res.failed, func(name string) bool {
 				g := groupOf[name]
-				return g == storetest.Safety || g == storetest.Liveness
+				return g == storetest.Safety || g == storetest.Liveness || g == storetest.Uncertain
 			}) {
 				t.Errorf("%s fails no safety or liveness case (failed: %v)", tc.design, res.failed)
 			}

@@ -23,6 +23,7 @@ func TestNewBuildsEachDesign(t *testing.T) {
 		"fail-open":          "*naive.FailOpen",
 		"keeps-pending":      "*naive.KeepsPending",
 		"unscoped-key":       "*naive.UnscopedKey",
+		"retries-uncertain":  "*naive.RetriesUncertain",
 	}
 	names := Names()
 	if len(names) != len(want) {

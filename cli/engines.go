@@ -38,6 +38,7 @@ var engineFlaws = map[string]string{
 	"naive/fail-open":          "a store error on acquire is taken as a new key, go ahead (duplicates: I1 or I4)",
 	"naive/keeps-pending":      "release leaves the pending record: the key answers in progress until it expires (retryable-failures: I6)",
 	"naive/unscoped-key":       "records found by key alone, the request ignored: different requests share one answer (mismatched-requests: I4)",
+	"naive/retries-uncertain":  "an uncertain record is handed to the next request: an effect whose answer was lost runs again (uncertain-outcomes --no-recovery: I9)",
 	"naive/unfenced-completer": "the reference stores with a completer that finishes stuck keys without fencing the paused holder (abandoned-keys: I1)",
 }
 

@@ -103,6 +103,7 @@ func TestKnownBadDesignsAreCaught(t *testing.T) {
 		{scenario: "retryable-failures", engine: "naive/token-restart", anyOf: []checker.Invariant{checker.I7TokenOrder, checker.I8NoSupersededWrite}},
 		{scenario: "takeover-race", engine: "naive/racy-takeover", anyOf: []checker.Invariant{checker.I7TokenOrder, checker.I8NoSupersededWrite}},
 		{scenario: "stale-heartbeat", engine: "naive/unfenced-heartbeat", anyOf: []checker.Invariant{checker.I8NoSupersededWrite}},
+		{scenario: "uncertain-outcomes", engine: "naive/retries-uncertain", sink: "fenced", anyOf: []checker.Invariant{checker.I9UncertainHeld}},
 	}
 	n := 3
 	if testing.Short() {
@@ -138,6 +139,9 @@ func TestSafetyMatrix(t *testing.T) {
 		{scenario: "crash-after-effect", sink: "fenced", recovery: true, want: ok},
 		{scenario: "crash-holder", sink: "fenced", recovery: true, want: ok},
 		{scenario: "pause-then-fail", sink: "fenced", recovery: true, want: ok},
+		// Without recovery an ambiguous execution is recorded uncertain and
+		// held for an operator: never run again (I9).
+		{scenario: "uncertain-outcomes", sink: "fenced", recovery: false, want: ok},
 		// Plain sink: retries and duplicates are safe without fencing, and
 		// so is a slow handler, whose lease the heartbeat keeps.
 		{scenario: "duplicates", sink: "plain", want: ok},

@@ -3,6 +3,7 @@ package idemhttp
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,14 +14,24 @@ import (
 const (
 	// DefaultHeader is the request header that carries the key.
 	DefaultHeader = "Idempotency-Key"
-	// ReplayedHeader is added, with the value "true", to every replayed
-	// response. It is never stored.
+	// ReplayedHeader is the default name of the marker added, with the
+	// value "true", to every replayed response (Options.ReplayedHeader).
+	// It is never stored.
 	ReplayedHeader = "Idempotency-Replayed"
 	// DefaultMaxRequestBody is the default limit on a buffered request body.
 	DefaultMaxRequestBody = 1 << 20
 	// DefaultRetryAfter is the default Retry-After of 409 and 503 answers.
 	DefaultRetryAfter = time.Second
 )
+
+// DefaultReplayHeaders are the response headers stored and replayed when
+// Options.ReplayHeaders is nil: what a client acts on, byte for byte.
+var DefaultReplayHeaders = []string{"Content-Type", "Location", "ETag"}
+
+// AllHeaders, as Options.ReplayHeaders, stores and replays every header
+// the handler set except hop-by-hop headers and trailers, so that a replay
+// is byte-identical to the first response (apart from the marker).
+const AllHeaders = "*"
 
 // Options configures Middleware. The zero value is usable: a required
 // Idempotency-Key on POST and PATCH, the default fingerprint, 2xx..4xx
@@ -63,10 +74,17 @@ type Options struct {
 	// doc for what happens above it.
 	MaxResponseSize int
 	// ReplayHeaders lists the response headers that are stored and
-	// replayed (case-insensitive). Nil means every header the handler set
-	// except hop-by-hop headers and trailers. The first client always gets
-	// every header the handler set.
+	// replayed byte for byte (case-insensitive). Nil means
+	// DefaultReplayHeaders (Content-Type, Location, ETag); a list holding
+	// AllHeaders ("*") means every header the handler set except
+	// hop-by-hop headers and trailers. The first client always gets every
+	// header the handler set.
 	ReplayHeaders []string
+	// ReplayedHeader names the marker added, with the value "true", to
+	// every replayed response. Empty means ReplayedHeader
+	// ("Idempotency-Replayed"); Stripe's clients look for
+	// "Idempotent-Replayed".
+	ReplayedHeader string
 	// StoreStatus decides from the handler's status code whether the
 	// response is stored and replayed (true) or the key is released so that
 	// the client can retry (false). Nil means status < 500.
@@ -154,13 +172,25 @@ func Middleware(e *idem.Engine, opts Options) func(http.Handler) http.Handler {
 	if h.opts.MaxResponseSize == 0 {
 		h.opts.MaxResponseSize = idem.DefaultMaxResponseSize
 	}
-	h.keep = storedHeader
-	if opts.ReplayHeaders != nil {
-		set := make(map[string]bool, len(opts.ReplayHeaders))
-		for _, n := range opts.ReplayHeaders {
+	if h.opts.ReplayedHeader == "" {
+		h.opts.ReplayedHeader = ReplayedHeader
+	}
+	marker := http.CanonicalHeaderKey(h.opts.ReplayedHeader)
+	replayHeaders := opts.ReplayHeaders
+	if replayHeaders == nil {
+		replayHeaders = DefaultReplayHeaders
+	}
+	if slices.Contains(replayHeaders, AllHeaders) {
+		h.keep = func(name string) bool { return storedHeader(name) && http.CanonicalHeaderKey(name) != marker }
+	} else {
+		set := make(map[string]bool, len(replayHeaders))
+		for _, n := range replayHeaders {
 			set[http.CanonicalHeaderKey(n)] = true
 		}
-		h.keep = func(name string) bool { return set[http.CanonicalHeaderKey(name)] && storedHeader(name) }
+		h.keep = func(name string) bool {
+			k := http.CanonicalHeaderKey(name)
+			return set[k] && k != marker && storedHeader(name)
+		}
 	}
 	if h.opts.StoreStatus == nil {
 		h.opts.StoreStatus = func(status int) bool { return status < 500 }

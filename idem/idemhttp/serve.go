@@ -238,7 +238,7 @@ func (h *handler) replay(w http.ResponseWriter, resp idem.Response) {
 		return
 	}
 	copyHeader(w.Header(), resp.Header)
-	w.Header().Set(ReplayedHeader, "true")
+	w.Header().Set(h.opts.ReplayedHeader, "true")
 	if _, ok := resp.Header["Content-Length"]; !ok && bodyAllowed(resp.Status) {
 		w.Header().Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	}

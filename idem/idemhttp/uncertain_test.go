@@ -73,3 +73,36 @@ func TestUncertainOutcomeEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestFaithfulReplay: by default the replay carries the status, the body
+// and Content-Type, Location and ETag byte for byte, other headers not,
+// and the marker under the configured name.
+func TestFaithfulReplay(t *testing.T) {
+	h := idemhttp.Middleware(idem.New(newStore(t)), idemhttp.Options{ReplayedHeader: "Idempotent-Replayed"})(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.Header().Set("Location", "/payments/7?x=%20y")
+			w.Header().Set("ETag", `W/"a b"`)
+			w.Header().Set("X-Request-Id", "first")
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte("{\"id\":7}\x00\xff"))
+		}))
+	first := serve(h, request("POST", "/pay", "k", `{}`))
+	replay := serve(h, request("POST", "/pay", "k", `{}`))
+	if replay.Code != first.Code || replay.Body.String() != first.Body.String() {
+		t.Fatalf("replay %d %q, first %d %q", replay.Code, replay.Body, first.Code, first.Body)
+	}
+	for _, name := range []string{"Content-Type", "Location", "Etag"} {
+		if got, want := replay.Header().Values(name), first.Header().Values(name); len(got) != 1 || got[0] != want[0] {
+			t.Errorf("replayed %s = %q, want %q", name, got, want)
+		}
+	}
+	if replay.Header().Get("X-Request-Id") != "" || first.Header().Get("X-Request-Id") != "first" {
+		t.Errorf("X-Request-Id: first %q, replay %q; want it on the first response only",
+			first.Header().Get("X-Request-Id"), replay.Header().Get("X-Request-Id"))
+	}
+	if replay.Header().Get("Idempotent-Replayed") != "true" || replay.Header().Get(idemhttp.ReplayedHeader) != "" ||
+		first.Header().Get("Idempotent-Replayed") != "" {
+		t.Errorf("marker: first %v, replay %v; want Idempotent-Replayed: true on the replay only", first.Header(), replay.Header())
+	}
+}

@@ -84,3 +84,36 @@ func TestDownstreamCharge(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayPolicyFlag: a 502 from the provider is released for a retry
+// under ietf and cache-2xx-only, and replayed to the retry under stripe.
+func TestReplayPolicyFlag(t *testing.T) {
+	for policy, replays502 := range map[string]bool{"ietf": false, "stripe": true, "cache-2xx-only": false} {
+		t.Run(policy, func(t *testing.T) {
+			prov := &provider{}
+			ps := httptest.NewServer(prov)
+			defer ps.Close()
+			store := memstore.New(memstore.Options{SweepInterval: -1})
+			defer store.Close()
+			opts := serviceOptions{downstream: ps.URL, policy: policy}
+			if err := opts.check(); err != nil {
+				t.Fatal(err)
+			}
+			api := httptest.NewServer(newService(idem.New(store), newLedger(), log.New(io.Discard, "", 0), opts))
+			defer api.Close()
+			body := `{"amount":100,"currency":"EUR"}`
+			prov.setFail(true)
+			if st, _, _ := call(t, "POST", api.URL+"/payments", "k1", body); st != http.StatusBadGateway {
+				t.Fatalf("failed charge: status %d, want 502", st)
+			}
+			prov.setFail(false)
+			st, replayed, _ := call(t, "POST", api.URL+"/payments", "k1", body)
+			if replays502 && (st != http.StatusBadGateway || !replayed) {
+				t.Fatalf("retry: %d replayed %v; want the 502 replayed", st, replayed)
+			}
+			if !replays502 && (st != http.StatusCreated || replayed) {
+				t.Fatalf("retry: %d replayed %v; want a new execution (201)", st, replayed)
+			}
+		})
+	}
+}

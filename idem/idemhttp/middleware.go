@@ -85,9 +85,14 @@ type Options struct {
 	// ("Idempotency-Replayed"); Stripe's clients look for
 	// "Idempotent-Replayed".
 	ReplayedHeader string
-	// StoreStatus decides from the handler's status code whether the
-	// response is stored and replayed (true) or the key is released so that
-	// the client can retry (false). Nil means status < 500.
+	// ReplayPolicy names which responses are stored and replayed:
+	// PolicyIETF (the default: 2xx and 4xx), PolicyStripe (everything,
+	// errors included) or PolicyCache2xxOnly. An unknown policy panics in
+	// Middleware (use ParseReplayPolicy for user input).
+	ReplayPolicy ReplayPolicy
+	// StoreStatus, when set, overrides ReplayPolicy: it decides from the
+	// handler's status code whether the response is stored and replayed
+	// (true) or the key is released so that the client can retry (false).
 	StoreStatus func(status int) bool
 	// UncertainStatus, when set, names the handler's status codes that mean
 	// the handler cannot tell whether its effect happened (a 504 from a
@@ -193,7 +198,11 @@ func Middleware(e *idem.Engine, opts Options) func(http.Handler) http.Handler {
 		}
 	}
 	if h.opts.StoreStatus == nil {
-		h.opts.StoreStatus = func(status int) bool { return status < 500 }
+		p, err := ParseReplayPolicy(string(opts.ReplayPolicy))
+		if err != nil {
+			panic(err.Error())
+		}
+		h.opts.StoreStatus = p.StoreStatus
 	}
 	if h.opts.RetryAfter <= 0 {
 		h.opts.RetryAfter = DefaultRetryAfter

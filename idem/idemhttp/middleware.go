@@ -64,6 +64,13 @@ type Options struct {
 	// zero FingerprintOptions (method, path, query, media type and body,
 	// JSON canonicalized).
 	Fingerprint FingerprintFunc
+	// PriorFingerprints are the fingerprint policies used before
+	// Fingerprint (FingerprintOptions.Policy names each version). A request
+	// whose key is stored with another fingerprint is checked against
+	// each of them in order: if one gives the stored fingerprint, the
+	// request is answered as it would have been under that policy (the
+	// stored response replayed), not with 422. Nil means none.
+	PriorFingerprints []FingerprintFunc
 	// MaxRequestBody limits the buffered request body in bytes; a larger one
 	// gets 413 body_too_large before the handler runs. Zero means
 	// DefaultMaxRequestBody; negative means no limit.

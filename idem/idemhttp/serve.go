@@ -68,13 +68,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c     *capture
 		fnErr error
 	)
-	res, err := h.engine.DoScoped(r.Context(), scope, key, fp, func(ctx context.Context) (idem.Response, error) {
+	fn := func(ctx context.Context) (idem.Response, error) {
 		c = newCapture(w, h.opts.MaxResponseSize, h.keep)
 		h.next.ServeHTTP(c, withBody(ctx, r, body))
 		var resp idem.Response
 		resp, fnErr = h.outcome(c)
 		return resp, fnErr
-	})
+	}
+	res, err := h.engine.DoScoped(r.Context(), scope, key, fp, fn)
+	for _, prior := range h.opts.PriorFingerprints {
+		if c != nil || !errors.Is(err, idem.ErrFingerprintMismatch) {
+			break
+		}
+		// The key may have been stored under an earlier policy.
+		if pfp, perr := prior(r, body); perr == nil && pfp != fp {
+			res, err = h.engine.DoScoped(r.Context(), scope, key, pfp, fn)
+		}
+	}
 	if c != nil {
 		h.afterRun(w, r, c, err, fnErr)
 		return

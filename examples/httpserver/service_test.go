@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -115,5 +117,40 @@ func TestReplayPolicyFlag(t *testing.T) {
 				t.Fatalf("retry: %d replayed %v; want a new execution (201)", st, replayed)
 			}
 		})
+	}
+}
+
+// unsafeStore is a store whose configuration check reports err.
+type unsafeStore struct {
+	idem.Store
+	err error
+}
+
+func (s unsafeStore) CheckConfig(context.Context) error { return s.err }
+
+// TestConfigCheck: an unsafe configuration refuses to start under
+// refuse, is logged under warn, and is not asked under off; a check that
+// could not be made is logged.
+func TestConfigCheck(t *testing.T) {
+	unsafe := fmt.Errorf("%w: maxmemory-policy allkeys-lru", idem.ErrUnsafeConfig)
+	unchecked := errors.New("CONFIG disabled")
+	tests := []struct {
+		mode    string
+		err     error
+		refused bool
+		warned  bool
+	}{
+		{"refuse", unsafe, true, false},
+		{"warn", unsafe, false, true},
+		{"off", unsafe, false, false},
+		{"refuse", unchecked, false, true},
+		{"refuse", nil, false, false},
+	}
+	for _, tt := range tests {
+		warned := false
+		err := checkStoreConfig(context.Background(), unsafeStore{err: tt.err}, tt.mode, func(string, ...any) { warned = true })
+		if (err != nil) != tt.refused || warned != tt.warned {
+			t.Errorf("%s with %v: err %v, warned %v; want refused %v, warned %v", tt.mode, tt.err, err, warned, tt.refused, tt.warned)
+		}
 	}
 }

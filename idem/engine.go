@@ -30,6 +30,10 @@ type Result struct {
 	// crashed holder already performed the side effect, and Response is the
 	// one it supplied.
 	Recovered bool
+	// ExpiresAt is when the stored record a replay came from is deleted,
+	// by the store's clock (Record.ExpiresAt); zero when nothing was
+	// replayed.
+	ExpiresAt time.Time
 	// Uncertain is true when the key is uncertain (the error wraps
 	// ErrUncertain): this execution, or an earlier one (Replayed), may or
 	// may not have performed the effect. Response is what that function
@@ -92,6 +96,9 @@ func (e *Engine) Scope() string { return e.cfg.scope }
 
 // LeaseTTL returns the configured lease TTL.
 func (e *Engine) LeaseTTL() time.Duration { return e.cfg.leaseTTL }
+
+// Retention returns how long a finished record is kept (WithRetention).
+func (e *Engine) Retention() time.Duration { return e.cfg.retention }
 
 // Do runs fn at most once for key and the request identified by fp:
 //
@@ -185,9 +192,10 @@ func answer(key string, fp Fingerprint, rec *Record) (res Result, final bool, er
 	}
 	switch rec.Status {
 	case StatusCompleted, StatusFailed:
-		return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Failed: rec.Status == StatusFailed}, true, nil
+		return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Failed: rec.Status == StatusFailed,
+			ExpiresAt: rec.ExpiresAt}, true, nil
 	case StatusUncertain:
-		return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Uncertain: true}, true,
+		return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Uncertain: true, ExpiresAt: rec.ExpiresAt}, true,
 			fmt.Errorf("%w: key %q (token %d): resolve it before it can be answered", ErrUncertain, key, rec.Token)
 	}
 	return Result{}, false, nil

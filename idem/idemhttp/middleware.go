@@ -87,6 +87,13 @@ type Options struct {
 	// hop-by-hop headers and trailers. The first client always gets every
 	// header the handler set.
 	ReplayHeaders []string
+	// ExpiresHeader, when set, names a response header that tells the
+	// client until when its key is kept: the HTTP-date of the stored
+	// record's expiry on a replay, and the time of the answer plus the
+	// engine's retention on the first response of a request whose
+	// response was stored as completed. A retry after it runs as a new request. Empty means no such
+	// header. "Idempotency-Key-Expires" is a fitting name.
+	ExpiresHeader string
 	// ReplayedHeader names the marker added, with the value "true", to
 	// every replayed response. Empty means ReplayedHeader
 	// ("Idempotency-Replayed"); Stripe's clients look for

@@ -3,6 +3,7 @@ package idemhttp_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/idem/idemhttp"
@@ -46,4 +47,28 @@ func TestReplayPolicies(t *testing.T) {
 		}
 	}()
 	idemhttp.Middleware(idem.New(newStore(t)), idemhttp.Options{ReplayPolicy: "always"})
+}
+
+// TestExpiresHeader: the first response and the replay tell the client
+// until when its key is kept, within a few seconds of each other and of
+// now plus the retention.
+func TestExpiresHeader(t *testing.T) {
+	const retention = time.Hour
+	h := idemhttp.Middleware(idem.New(newStore(t), idem.WithRetention(retention)),
+		idemhttp.Options{ExpiresHeader: "Idempotency-Key-Expires"})(&counter{})
+	want := time.Now().Add(retention)
+	for i, name := range []string{"first", "replay"} {
+		w := serve(h, request("POST", "/p", "k", `{}`))
+		got, err := http.ParseTime(w.Header().Get("Idempotency-Key-Expires"))
+		if err != nil || w.Code != http.StatusCreated || (w.Header().Get(idemhttp.ReplayedHeader) == "true") != (i == 1) {
+			t.Fatalf("%s: %d %v: %v", name, w.Code, w.Header(), err)
+		}
+		if d := got.Sub(want); d < -5*time.Second || d > 5*time.Second {
+			t.Fatalf("%s: expires %s, want about %s", name, got, want)
+		}
+	}
+	plain := idemhttp.Middleware(idem.New(newStore(t)), idemhttp.Options{})(&counter{})
+	if w := serve(plain, request("POST", "/p", "k", `{}`)); w.Header().Get("Idempotency-Key-Expires") != "" {
+		t.Fatal("expiry header sent without Options.ExpiresHeader")
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idembench/idembench/idem"
 )
@@ -198,6 +199,9 @@ func (h *handler) afterRun(w http.ResponseWriter, r *http.Request, c *capture, e
 		h.writeUncertain(w)
 		return
 	}
+	if err == nil && h.opts.ExpiresHeader != "" && !c.spilled {
+		w.Header().Set(h.opts.ExpiresHeader, time.Now().Add(h.engine.Retention()).UTC().Format(http.TimeFormat))
+	}
 	c.send()
 	if err != nil && err != fnErr {
 		h.onError(r, err)
@@ -208,6 +212,9 @@ func (h *handler) afterRun(w http.ResponseWriter, r *http.Request, c *capture, e
 func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Result, err error) {
 	switch {
 	case err == nil:
+		if h.opts.ExpiresHeader != "" && !res.ExpiresAt.IsZero() {
+			w.Header().Set(h.opts.ExpiresHeader, res.ExpiresAt.UTC().Format(http.TimeFormat))
+		}
 		h.replay(w, res.Response)
 	case errors.Is(err, idem.ErrInvalidKey):
 		// checkKey passed, so the store refused the stored key: its error

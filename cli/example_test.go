@@ -56,6 +56,8 @@ func Example_customEngine() {
 	//                           release leaves the pending record: the key answers in progress until it expires (retryable-failures: I6)
 	// naive/unscoped-key        memory
 	//                           records found by key alone, the request ignored: different requests share one answer (mismatched-requests: I4)
+	// naive/retries-uncertain   memory
+	//                           an uncertain record is handed to the next request: an effect whose answer was lost runs again (uncertain-outcomes --no-recovery: I9)
 	// naive/unfenced-completer  memory, redis, postgres
 	//                           the reference stores with a completer that finishes stuck keys without fencing the paused holder (abandoned-keys: I1)
 	// mystore                   memory

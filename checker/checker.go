@@ -190,6 +190,7 @@ func checkKey(ops []history.Op, key string, g []int32, r *keyResult, env keyEnv,
 		checkKeyWide(ops, key, g, r)
 	}
 	checkLeases(ops, key, g, r, &sc.leases)
+	checkUncertain(ops, key, g, r, env.retention)
 	return linTime
 }
 

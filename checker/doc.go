@@ -47,6 +47,11 @@
 //     failed lease op, or a failed call with a token) by an execution
 //     whose own effect the sink rejected as stale (a rejection the sink
 //     answered, not one resolved from a lost acknowledgement).
+//   - I9 uncertain held: once a key is recorded uncertain (lease op
+//     uncertain), no lease is granted for it again until a resolution of
+//     that record (lease op resolved) may have come first. An unresolved
+//     uncertain key at the end of the run is held for an operator, not
+//     stuck: its end-of-run probes that got unknown do not count for I6.
 //
 // I7 (but for its take-over rule) and I8 compare only ops ordered in real
 // time, like I5; a history

@@ -23,7 +23,7 @@ type keyResult struct {
 
 // invIndex maps an invariant to its slot in keyResult.checked.
 var invIndex = [...]Invariant{I1AtMostOnce, I2NoPhantomSuccess, I3ReplayConsistency, I4Linearizable, I5Fencing, I6Liveness,
-	I7TokenOrder, I8NoSupersededWrite}
+	I7TokenOrder, I8NoSupersededWrite, I9UncertainHeld}
 
 func slot(inv Invariant) int { return slices.Index(invIndex[:], inv) }
 

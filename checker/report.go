@@ -40,7 +40,7 @@ const (
 
 // Invariants lists every invariant in report order.
 var Invariants = []Invariant{I1AtMostOnce, I2NoPhantomSuccess, I3ReplayConsistency, I4Linearizable, I5Fencing, I6Liveness,
-	I7TokenOrder, I8NoSupersededWrite}
+	I7TokenOrder, I8NoSupersededWrite, I9UncertainHeld}
 
 var invariantNames = map[Invariant]string{
 	I1AtMostOnce:        "at-most-once",
@@ -51,6 +51,7 @@ var invariantNames = map[Invariant]string{
 	I6Liveness:          "liveness",
 	I7TokenOrder:        "token order",
 	I8NoSupersededWrite: "no superseded write",
+	I9UncertainHeld:     "uncertain held",
 }
 
 // Name returns the short English name of inv ("at-most-once"), or "" for an

@@ -60,6 +60,8 @@ func Example_customEngine() {
 	//                           take-over reads, then writes the next token: callers that read one expired lease all take it over (takeover-race: I7)
 	// naive/fail-on-expiry      memory
 	//                           an expired lease is failed instead of taken over: the slow holder's effect lands after the failure was answered (gc-pause: I4)
+	// naive/retries-uncertain   memory
+	//                           an uncertain record is handed to the next request: an effect whose answer was lost runs again (uncertain-outcomes --no-recovery: I9)
 	// naive/unfenced-completer  memory, redis, postgres
 	//                           the reference stores with a completer that finishes stuck keys without fencing the paused holder (abandoned-keys: I1)
 	// mystore                   memory

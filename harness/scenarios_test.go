@@ -105,6 +105,7 @@ func TestKnownBadDesignsAreCaught(t *testing.T) {
 		{scenario: "stale-heartbeat", engine: "naive/unfenced-heartbeat", anyOf: []checker.Invariant{checker.I8NoSupersededWrite}},
 		{scenario: "takeover-race", engine: "naive/two-step-takeover", anyOf: []checker.Invariant{checker.I7TokenOrder}},
 		{scenario: "gc-pause", engine: "naive/fail-on-expiry", anyOf: []checker.Invariant{checker.I4Linearizable}},
+		{scenario: "uncertain-outcomes", engine: "naive/retries-uncertain", sink: "fenced", anyOf: []checker.Invariant{checker.I9UncertainHeld}},
 	}
 	n := 3
 	if testing.Short() {
@@ -140,6 +141,9 @@ func TestSafetyMatrix(t *testing.T) {
 		{scenario: "crash-after-effect", sink: "fenced", recovery: true, want: ok},
 		{scenario: "crash-holder", sink: "fenced", recovery: true, want: ok},
 		{scenario: "pause-then-fail", sink: "fenced", recovery: true, want: ok},
+		// Without recovery an ambiguous execution is recorded uncertain and
+		// held for an operator: never run again (I9).
+		{scenario: "uncertain-outcomes", sink: "fenced", recovery: false, want: ok},
 		// Plain sink: retries and duplicates are safe without fencing, and
 		// so is a slow handler, whose lease the heartbeat keeps.
 		{scenario: "duplicates", sink: "plain", want: ok},

@@ -48,11 +48,16 @@ const (
 	TransitionRecovered Transition = "recovered"
 	// TransitionBackendError: a store call failed (Label names it).
 	TransitionBackendError Transition = "backend_error"
+	// TransitionUncertain: the execution's outcome is unknown and the key
+	// was recorded uncertain (Token): it must not run again until resolved.
+	TransitionUncertain Transition = "uncertain"
+	// TransitionResolved: an operator settled an uncertain key (Token).
+	TransitionResolved Transition = "resolved"
 )
 
 var transitions = [...]Transition{TransitionAcquired, TransitionTakenOver, TransitionReplayed, TransitionConflict, TransitionMismatch,
 	TransitionHeartbeat, TransitionHeartbeatRefused, TransitionCompleted, TransitionFailed, TransitionReleased, TransitionLeaseLost,
-	TransitionRecovered, TransitionBackendError}
+	TransitionRecovered, TransitionBackendError, TransitionUncertain, TransitionResolved}
 
 // Valid reports whether t is one of the named transitions.
 func (t Transition) Valid() bool {

@@ -53,8 +53,9 @@ type StoreStats struct {
 	// InProgress counts in-progress records; Stuck those of them whose
 	// lease has expired.
 	InProgress, Stuck int64
-	// Completed and Failed count the stored outcomes.
-	Completed, Failed int64
+	// Completed and Failed count the stored outcomes; Uncertain the
+	// outcomes waiting for an operator's resolution.
+	Completed, Failed, Uncertain int64
 	// Corrupt counts records that do not decode.
 	Corrupt int64
 	// Bytes is the storage the records use as the backend reports it
@@ -64,7 +65,8 @@ type StoreStats struct {
 }
 
 // Add counts rec, a record that decoded, read at now by the store's clock:
-// InProgress (and Stuck when its lease has expired), Completed or Failed.
+// InProgress (and Stuck when its lease has expired), Completed, Failed or
+// Uncertain.
 // Corrupt and Bytes are the caller's to count.
 func (s *StoreStats) Add(rec *Record, now time.Time) {
 	switch rec.Status {
@@ -77,6 +79,8 @@ func (s *StoreStats) Add(rec *Record, now time.Time) {
 		s.Completed++
 	case StatusFailed:
 		s.Failed++
+	case StatusUncertain:
+		s.Uncertain++
 	}
 }
 

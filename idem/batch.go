@@ -204,6 +204,10 @@ func (e *Engine) finishBatch(ctx context.Context, run []claimed) {
 	var idx []int
 	var fs []Finish
 	for j := range run {
+		if run[j].o.kind == FinishUncertain {
+			run[j].o.err = e.write(ctx, run[j].lease, &run[j].o) // rare: not batched
+			continue
+		}
 		if run[j].o.kind != 0 {
 			idx = append(idx, j)
 			fs = append(fs, Finish{Kind: run[j].o.kind, Lease: run[j].lease, Response: run[j].o.resp})

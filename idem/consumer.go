@@ -67,7 +67,11 @@ func (d Decision) String() string {
 //	                                              are acked
 //	fn fails retryably                         → Redeliver, fn's error; key
 //	                                             released
-//	fn's error satisfies Ambiguous             → Redeliver, fn's error; key
+//	fn's error satisfies Ambiguous             → DeadLetter, ErrUncertain
+//	(store implements UncertainStore, no         wrapping fn's error; the key
+//	recovery hook)                               is uncertain until resolved
+//	duplicate of an uncertain message          → DeadLetter, ErrUncertain
+//	fn's error satisfies Ambiguous (otherwise) → Redeliver, fn's error; key
 //	                                             kept until its lease expires
 //	key held by a live lease elsewhere         → RedeliverLater, ErrInProgress
 //	invalid key, or key used with another fp   → DeadLetter, ErrInvalidKey or
@@ -144,6 +148,9 @@ func (c *consumption) decide(res Result, err error) (Decision, error) {
 	switch {
 	case err == nil:
 		return Ack, nil
+	case errors.Is(err, ErrUncertain):
+		// Redelivery cannot help until an operator resolves the key.
+		return DeadLetter, err
 	case c.ran && c.fnErr != nil && sameError(err, c.fnErr):
 		// Do returned fn's error alone: the outcome was recorded.
 		if res.Failed {

@@ -199,13 +199,38 @@ func TestDecisionString(t *testing.T) {
 	}
 }
 
-// TestConsumeAmbiguousKeepsKey: a handler that cannot tell whether its
-// effect happened gets its message handed back (Redeliver) but the key is kept,
-// so a redelivery within the lease is requeued rather than run again.
-func TestConsumeAmbiguousKeepsKey(t *testing.T) {
+// TestConsumeAmbiguousRecordsUncertain: a handler that cannot tell whether
+// its effect happened gets its message dead-lettered and the key recorded
+// uncertain, so a redelivery, even after the lease, is not run again.
+func TestConsumeAmbiguousRecordsUncertain(t *testing.T) {
 	mem := memstore.New(memstore.Options{SweepInterval: -1})
 	defer mem.Close()
-	eng := idem.New(mem)
+	eng := idem.New(mem, idem.WithLeaseTTL(time.Millisecond))
+	fp := idem.FingerprintString("body")
+	lost := errors.New("broker ack lost")
+	d, err := eng.Consume(context.Background(), "m", fp, func(context.Context) error { return idem.MarkAmbiguous(lost) })
+	if d != idem.DeadLetter || !errors.Is(err, lost) || !errors.Is(err, idem.ErrUncertain) {
+		t.Fatalf("ambiguous handler: %s, %v; want dead-letter with ErrUncertain and the handler's error", d, err)
+	}
+	time.Sleep(5 * time.Millisecond) // past the lease: an in-progress key would be taken over
+	d, err = eng.Consume(context.Background(), "m", fp, func(context.Context) error {
+		t.Error("redelivery of an uncertain message ran")
+		return nil
+	})
+	if d != idem.DeadLetter || !errors.Is(err, idem.ErrUncertain) {
+		t.Fatalf("redelivery: %s, %v; want dead-letter, ErrUncertain", d, err)
+	}
+}
+
+// TestConsumeAmbiguousKeepsKeyWithRecovery: with a recovery hook the key of
+// an ambiguous attempt stays in progress, so a redelivery within the lease
+// is requeued rather than run again, and the hook decides after it.
+func TestConsumeAmbiguousKeepsKeyWithRecovery(t *testing.T) {
+	mem := memstore.New(memstore.Options{SweepInterval: -1})
+	defer mem.Close()
+	eng := idem.New(mem, idem.WithRecovery(func(context.Context, idem.Lease) (idem.Response, bool, error) {
+		return idem.Response{}, false, nil
+	}))
 	fp := idem.FingerprintString("body")
 	lost := errors.New("broker ack lost")
 	d, err := eng.Consume(context.Background(), "m", fp, func(context.Context) error { return idem.MarkAmbiguous(lost) })

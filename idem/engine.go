@@ -30,6 +30,15 @@ type Result struct {
 	// crashed holder already performed the side effect, and Response is the
 	// one it supplied.
 	Recovered bool
+	// ExpiresAt is when the stored record a replay came from is deleted,
+	// by the store's clock (Record.ExpiresAt); zero when nothing was
+	// replayed.
+	ExpiresAt time.Time
+	// Uncertain is true when the key is uncertain (the error wraps
+	// ErrUncertain): this execution, or an earlier one (Replayed), may or
+	// may not have performed the effect. Response is what that function
+	// returned, if anything.
+	Uncertain bool
 }
 
 // Engine runs functions at most once per idempotency key on a Store. It is
@@ -88,6 +97,9 @@ func (e *Engine) Scope() string { return e.cfg.scope }
 // LeaseTTL returns the configured lease TTL.
 func (e *Engine) LeaseTTL() time.Duration { return e.cfg.leaseTTL }
 
+// Retention returns how long a finished record is kept (WithRetention).
+func (e *Engine) Retention() time.Duration { return e.cfg.retention }
+
 // Do runs fn at most once for key and the request identified by fp:
 //
 //   - An invalid key returns ErrInvalidKey without touching the store.
@@ -95,6 +107,8 @@ func (e *Engine) LeaseTTL() time.Duration { return e.cfg.leaseTTL }
 //     ErrFingerprintMismatch.
 //   - A completed or failed key replays the stored response with
 //     Result.Replayed (and Result.Failed for a stored failure) and a nil error.
+//   - An uncertain key returns ErrUncertain with Result.Uncertain and runs
+//     nothing, until an operator resolves it (Engine.Resolve).
 //   - A key whose live lease another caller holds returns ErrInProgress, or,
 //     with WithConflictWait, waits up to the bound and replays.
 //   - Otherwise the lease is taken and fn runs, with a heartbeat renewing
@@ -105,9 +119,13 @@ func (e *Engine) LeaseTTL() time.Duration { return e.cfg.leaseTTL }
 // error stores Result.Response with Fail and is returned as is; a retryable
 // error releases the key and is returned as is, unless it satisfies
 // Ambiguous (fn cannot tell whether its side effect happened: see
-// MarkAmbiguous): then the key is neither released nor stored, stays in
-// progress until its lease expires, and the next attempt takes it over, so
-// that the recovery hook decides. If fencing refuses the write
+// MarkAmbiguous): then, without a recovery hook and on a store that
+// implements UncertainStore, the key is recorded uncertain and Do returns
+// fn's error wrapped in ErrUncertain, with Result.Uncertain; otherwise the
+// key is neither released nor stored, stays in progress until its lease
+// expires, and the next attempt takes it over, so that the recovery hook
+// decides (WithTakeOverUncertain records such a take-over uncertain when
+// there is no hook). If fencing refuses the write
 // (the lease was taken over meanwhile) Do returns ErrLeaseLost with the
 // response fn produced: that result is not stored. A response above the size
 // cap is returned with ErrResponseTooLarge and the key is stored as failed
@@ -174,7 +192,11 @@ func answer(key string, fp Fingerprint, rec *Record) (res Result, final bool, er
 	}
 	switch rec.Status {
 	case StatusCompleted, StatusFailed:
-		return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Failed: rec.Status == StatusFailed}, true, nil
+		return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Failed: rec.Status == StatusFailed,
+			ExpiresAt: rec.ExpiresAt}, true, nil
+	case StatusUncertain:
+		return Result{Response: *rec.Response, Token: rec.Token, Replayed: true, Uncertain: true, ExpiresAt: rec.ExpiresAt}, true,
+			fmt.Errorf("%w: key %q (token %d): resolve it before it can be answered", ErrUncertain, key, rec.Token)
 	}
 	return Result{}, false, nil
 }

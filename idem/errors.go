@@ -31,6 +31,13 @@ var (
 	// ErrBackend wraps a failure of the backend (unreachable, refused). The
 	// engine fails closed on it: it never assumes the key is new.
 	ErrBackend = errors.New("idem: backend error")
+	// ErrUncertain reports a key whose execution may or may not have
+	// performed its effect (StatusUncertain). The engine never runs the
+	// function for it again on its own: an operator resolves it
+	// (Engine.Resolve, idemctl resolve). A new key for the same request is
+	// not safe either: it may perform the effect a second time. HTTP: 409
+	// with reason operation_uncertain.
+	ErrUncertain = errors.New("idem: outcome of the request with this key is uncertain")
 	// ErrAborted is returned when a fault hook aborted an execution (a
 	// simulated crash). The lease is left in place, as a crashed process
 	// would leave it.

@@ -11,12 +11,13 @@ type FinishKind uint8
 
 // The fenced writes that end an execution.
 const (
-	FinishComplete FinishKind = iota + 1 // Store.Complete
-	FinishFail                           // Store.Fail
-	FinishRelease                        // Store.Release
+	FinishComplete  FinishKind = iota + 1 // Store.Complete
+	FinishFail                            // Store.Fail
+	FinishRelease                         // Store.Release
+	FinishUncertain                       // UncertainStore.MarkUncertain
 )
 
-// String returns "complete", "fail", "release" or "finish(N)".
+// String returns "complete", "fail", "release", "uncertain" or "finish(N)".
 func (k FinishKind) String() string {
 	switch k {
 	case FinishComplete:
@@ -25,6 +26,8 @@ func (k FinishKind) String() string {
 		return OpFail
 	case FinishRelease:
 		return OpRelease
+	case FinishUncertain:
+		return OpUncertain
 	}
 	return fmt.Sprintf("finish(%d)", uint8(k))
 }
@@ -68,6 +71,10 @@ func (e *Engine) run(ctx context.Context, l *Lease, fn Func, tm timing) outcome 
 			return o
 		}
 	}
+	if l.PrevToken != 0 && e.cfg.takeOverUncertain && e.markUncertain(&o, Response{},
+		fmt.Errorf("idem: key %q taken over from token %d, which may have performed the effect", l.Key, l.PrevToken)) {
+		return o
+	}
 	if o.err = e.at(ctx, PointBeforeFn, l); o.err != nil {
 		return o
 	}
@@ -95,11 +102,15 @@ func (e *Engine) run(ctx context.Context, l *Lease, fn Func, tm timing) outcome 
 		e.succeeded(&o, resp)
 	case !e.cfg.permanent(ferr) && Ambiguous(ferr):
 		// fn cannot tell whether its side effect happened. Releasing
-		// would let the next attempt run it again as a fresh execution;
-		// instead the key stays in progress until the lease expires, and
-		// the next attempt takes it over (with PrevToken set), so
+		// would let the next attempt run it again as a fresh execution.
+		// Without a recovery hook the key is recorded uncertain, for an
+		// operator to settle; with one (or with a store that cannot
+		// record it) the key stays in progress until the lease expires,
+		// and the next attempt takes it over (with PrevToken set), so
 		// WithRecovery can find out.
-		o.err = ferr
+		if !e.markUncertain(&o, resp, ferr) {
+			o.err = ferr
+		}
 	case !e.cfg.permanent(ferr):
 		o.kind, o.fnErr = FinishRelease, ferr
 	default:
@@ -163,6 +174,8 @@ func (e *Engine) write(ctx context.Context, l *Lease, o *outcome) error {
 		err = e.ops.Fail(fctx, l, o.resp, e.cfg.retention)
 	case FinishRelease:
 		err = e.ops.Release(fctx, l)
+	case FinishUncertain:
+		err = e.uncertainStore().MarkUncertain(fctx, l, o.resp, e.cfg.retention)
 	}
 	e.observeFinish(ctx, l, o, err)
 	return err
@@ -179,6 +192,8 @@ func (e *Engine) observeFinish(ctx context.Context, l *Lease, o *outcome, err er
 		ok = TransitionCompleted
 	case FinishFail:
 		ok = TransitionFailed
+	case FinishUncertain:
+		ok = TransitionUncertain
 	}
 	e.observeWrite(ctx, ok, o.kind.String(), l, err, o.tm)
 }

@@ -18,8 +18,9 @@ const (
 	// TransitionTakenOver: a lease was granted over an expired one
 	// (Token, PrevToken = the previous holder's token).
 	TransitionTakenOver
-	// TransitionReplayed: a stored completed or failed record was returned
-	// (Token = the record's token, Status = its status).
+	// TransitionReplayed: a stored completed, failed or uncertain record
+	// was returned (Token = the record's token, Status = its status; an
+	// uncertain one is answered with ErrUncertain).
 	TransitionReplayed
 	// TransitionConflict: another holder had a live lease (409, or a
 	// round of a bounded wait).
@@ -49,6 +50,13 @@ const (
 	// TransitionBackendError: a store call failed (Op names it, Err is the
 	// error; Ambiguous(Err) tells whether it may have been applied).
 	TransitionBackendError
+	// TransitionUncertain: the execution's outcome is unknown and the key
+	// was recorded uncertain (Token): it is never run again until resolved.
+	TransitionUncertain
+	// TransitionResolved: an operator settled an uncertain key
+	// (Engine.Resolve; Status is StatusCompleted when the effect happened,
+	// zero when it did not and the key was freed).
+	TransitionResolved
 	numTransitions
 )
 
@@ -66,6 +74,8 @@ var transitionNames = [...]string{
 	TransitionLeaseLost:        "lease_lost",
 	TransitionRecovered:        "recovered",
 	TransitionBackendError:     "backend_error",
+	TransitionUncertain:        "uncertain",
+	TransitionResolved:         "resolved",
 }
 
 // String returns the transition's name, e.g. "taken_over", or
@@ -94,6 +104,8 @@ const (
 	OpFail      = "fail"
 	OpRelease   = "release"
 	OpRecover   = "recover"
+	OpUncertain = "uncertain"
+	OpResolve   = "resolve"
 )
 
 // Event describes one transition. Fields that do not apply are zero.
@@ -242,7 +254,7 @@ func (e *Engine) observeClaim(ctx context.Context, key string, fp Fingerprint, l
 		switch {
 		case rec.Fingerprint != fp:
 			ev.Transition = TransitionMismatch
-		case rec.Status == StatusCompleted || rec.Status == StatusFailed:
+		case rec.Status == StatusCompleted || rec.Status == StatusFailed || rec.Status == StatusUncertain:
 			ev.Transition = TransitionReplayed
 		default:
 			ev.Transition = TransitionConflict

@@ -211,8 +211,8 @@ func TestTransitionNames(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	if len(seen) != 13 {
-		t.Fatalf("%d transitions, want 13", len(seen))
+	if len(seen) != 15 {
+		t.Fatalf("%d transitions, want 15", len(seen))
 	}
 }
 

@@ -32,6 +32,8 @@ type config struct {
 	untimed      bool // WithoutDurations
 	coalesce     *CoalesceOptions
 	clock        Clock
+
+	takeOverUncertain bool // WithTakeOverUncertain
 }
 
 func defaultConfig() config {

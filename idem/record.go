@@ -13,6 +13,12 @@ const (
 	StatusInProgress Status = 1 // claimed; a lease holder is executing
 	StatusCompleted  Status = 2 // finished; Response is replayed
 	StatusFailed     Status = 3 // failed permanently; Response is replayed
+	// StatusUncertain: the execution may or may not have performed its
+	// effect. Never taken over, never replayed as a success: every request
+	// for the key gets ErrUncertain until an operator resolves it (see
+	// UncertainStore). Response is what the function returned, for the
+	// operator.
+	StatusUncertain Status = 4
 )
 
 // String returns "in_progress", "completed", "failed" or "status(N)".
@@ -24,11 +30,13 @@ func (s Status) String() string {
 		return "completed"
 	case StatusFailed:
 		return "failed"
+	case StatusUncertain:
+		return "uncertain"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
 
-// ParseStatus is the inverse of Status.String for the three valid states.
+// ParseStatus is the inverse of Status.String for the four valid states.
 // Anything else returns an error wrapping ErrCorruptRecord.
 func ParseStatus(s string) (Status, error) {
 	switch s {
@@ -38,6 +46,8 @@ func ParseStatus(s string) (Status, error) {
 		return StatusCompleted, nil
 	case "failed":
 		return StatusFailed, nil
+	case "uncertain":
+		return StatusUncertain, nil
 	}
 	return 0, fmt.Errorf("%w: unknown status %q", ErrCorruptRecord, s)
 }
@@ -67,12 +77,13 @@ type Record struct {
 	// record.
 	Token Token
 	// LeaseExpiry is when the lease of an in-progress record ends, by the
-	// backend's clock. Zero for completed and failed records.
+	// backend's clock. Zero for completed, failed and uncertain records.
 	LeaseExpiry time.Time
-	// Response is set for completed and failed records, nil otherwise.
+	// Response is set for completed, failed and uncertain records, nil
+	// otherwise.
 	Response *Response
-	// ExpiresAt is when the record is deleted: for completed and failed
-	// records, completion time plus retention; for in-progress records, the
+	// ExpiresAt is when the record is deleted: for completed, failed and
+	// uncertain records, the time of that write plus retention; for in-progress records, the
 	// lease expiry plus the store's take-over grace period (a store option,
 	// default 24h), so that a take-over after a crash is still recognised as
 	// one (Lease.PrevToken) and the recovery hook runs.
@@ -100,7 +111,7 @@ func (r *Record) Validate() error {
 		if r.LeaseExpiry.IsZero() {
 			return bad("in-progress record without lease expiry")
 		}
-	case StatusCompleted, StatusFailed:
+	case StatusCompleted, StatusFailed, StatusUncertain:
 		if r.Response == nil {
 			return bad("%s record without response", r.Status)
 		}

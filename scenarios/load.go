@@ -87,6 +87,7 @@ type businessYAML struct {
 	Latency       latencyYAML `yaml:"latency"`
 	RetryableRate float64     `yaml:"retryable_rate"`
 	PermanentRate float64     `yaml:"permanent_rate"`
+	AmbiguousRate float64     `yaml:"ambiguous_rate"`
 }
 
 type latencyYAML struct {
@@ -236,6 +237,7 @@ func (f *file) scenario(source string, m nodes) (*Scenario, error) {
 			},
 			RetryableRate: w.Business.RetryableRate,
 			PermanentRate: w.Business.PermanentRate,
+			AmbiguousRate: w.Business.AmbiguousRate,
 		},
 	}
 	th := f.Thresholds

@@ -19,6 +19,10 @@ var (
 	ErrRetryable = errors.New("workload: business function failed (retryable)")
 	// ErrPermanent is its injected permanent failure.
 	ErrPermanent = errors.New("workload: business function failed (permanent)")
+	// ErrAmbiguous is its injected ambiguous outcome (marked
+	// idem.MarkAmbiguous): the effect was applied, the function cannot
+	// tell.
+	ErrAmbiguous = errors.New("workload: business function cannot tell whether its effect happened")
 	// ErrStale is returned (as a permanent error) when the sink rejected
 	// the effect because a newer lease already applied one.
 	ErrStale = errors.New("workload: effect rejected by fencing (stale token)")
@@ -60,6 +64,7 @@ const (
 	failNone failKind = iota
 	failRetryable
 	failPermanent
+	failAmbiguous
 )
 
 // execution is what one call's business function will do, drawn by the
@@ -87,12 +92,14 @@ func (d *driver) newExecution(a *Attempt) *execution {
 	x := &execution{client: a.Client, req: a.Request, attempt: a.N, key: a.Key, seq: a.Calls}
 	b := &d.cfg.Business
 	x.latency = b.Latency.draw(a.Rand)
-	if b.RetryableRate > 0 || b.PermanentRate > 0 {
+	if b.RetryableRate > 0 || b.PermanentRate > 0 || b.AmbiguousRate > 0 {
 		switch u := a.Rand.Float64(); {
 		case u < b.RetryableRate:
 			x.fail = failRetryable
 		case u < b.RetryableRate+b.PermanentRate:
 			x.fail = failPermanent
+		case u < b.RetryableRate+b.PermanentRate+b.AmbiguousRate:
+			x.fail = failAmbiguous
 		}
 	}
 	return x
@@ -187,6 +194,9 @@ func (d *driver) business(x *execution) idem.Func {
 		d.rec.Record(op)
 		if !applied {
 			return response(409, "stale", x), idem.Permanent(ErrStale)
+		}
+		if x.fail == failAmbiguous {
+			return resp, idem.MarkAmbiguous(ErrAmbiguous)
 		}
 		return resp, nil
 	}

@@ -157,6 +157,11 @@ type Business struct {
 	// PermanentRate is the fraction that fail permanently (no effect; the
 	// engine stores the failure, which is replayed).
 	PermanentRate float64
+	// AmbiguousRate is the fraction that apply their effect and then
+	// cannot tell it (the provider's answer was lost): the function
+	// returns an error marked idem.MarkAmbiguous. Without a recovery hook
+	// the engine records the key uncertain.
+	AmbiguousRate float64
 }
 
 // Latency is a distribution of durations.
@@ -351,8 +356,9 @@ func (r Retry) withDefaults() (Retry, error) {
 }
 
 func (b Business) validate() error {
-	if b.RetryableRate+b.PermanentRate > 1 {
-		return fieldErr("business.permanent_rate", "failure rates must sum to at most 1 (retryable_rate %g + permanent_rate %g)", b.RetryableRate, b.PermanentRate)
+	if b.RetryableRate+b.PermanentRate+b.AmbiguousRate > 1 {
+		return fieldErr("business.permanent_rate", "failure rates must sum to at most 1 (retryable_rate %g + permanent_rate %g + ambiguous_rate %g)",
+			b.RetryableRate, b.PermanentRate, b.AmbiguousRate)
 	}
 	return b.Latency.validate()
 }

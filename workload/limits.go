@@ -113,6 +113,7 @@ func (c *Config) limits() error {
 		between("business.latency.max", c.Business.Latency.Max, 0, MaxWait, "at least 0"),
 		fraction("business.retryable_rate", c.Business.RetryableRate, 1),
 		fraction("business.permanent_rate", c.Business.PermanentRate, 1),
+		fraction("business.ambiguous_rate", c.Business.AmbiguousRate, 1),
 		optional("engine.lease_ttl", c.Engine.LeaseTTL, MinLeaseTTL, MaxLeaseTTL),
 		between("engine.conflict_wait", c.Engine.ConflictWait, 0, MaxWait, "at least 0"),
 		optional("engine.retention", c.Engine.Retention, MinRetention, MaxRetention),

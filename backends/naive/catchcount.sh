@@ -39,6 +39,7 @@ lines=(
   "fail-open|duplicates|--duration 1s|I1"
   "keeps-pending|retryable-failures|--duration 1500ms|I6"
   "unscoped-key|mismatched-requests|--duration 1500ms|I4"
+  "retries-uncertain|uncertain-outcomes|--duration 1500ms --no-recovery|I9"
   "unfenced-completer|abandoned-keys|--duration 1s|I1"
   "check-then-act|batch-consumer|--duration 1s|I1"
   "two-step-takeover|takeover-race||I7"

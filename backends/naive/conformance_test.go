@@ -154,6 +154,7 @@ func TestDesignsFailConformance(t *testing.T) {
 		{design: "unscoped-key", wantFailed: []string{"AcquireOnLiveLeaseReturnsRecord", "TakeOverRefusedForDifferentFingerprint", "FingerprintKeptWithRecord"}},
 		{design: "two-step-takeover", wantFailed: []string{"ConcurrentTakeOverGrantsExactlyOneLease"}},
 		{design: "fail-on-expiry", wantFailed: []string{"TakeOverOnlyAfterExpiryWithHigherToken"}},
+		{design: "retries-uncertain", wantFailed: []string{"UncertainRecordIsNeverTakenOver", "EngineNeverRunsUncertainKeyAgain"}},
 	}
 	mustPass := []string{
 		"CompleteStoresResponseForReplay",
@@ -188,7 +189,7 @@ func TestDesignsFailConformance(t *testing.T) {
 			// stricter-but-safe store may declare as deviations).
 			if !slices.ContainsFunc(res.failed, func(name string) bool {
 				g := groupOf[name]
-				return g == storetest.Safety || g == storetest.Liveness
+				return g == storetest.Safety || g == storetest.Liveness || g == storetest.Uncertain
 			}) {
 				t.Errorf("%s fails no safety or liveness case (failed: %v)", tc.design, res.failed)
 			}

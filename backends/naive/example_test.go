@@ -28,6 +28,7 @@ func ExampleNames() {
 	// unscoped-key
 	// two-step-takeover
 	// fail-on-expiry
+	// retries-uncertain
 }
 
 func ExampleNew() {
@@ -47,5 +48,5 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// first lease: true second lease: true
-	// naive: unknown design "optimistic" (valid: check-then-act, cache-on-success, unfenced-takeover, delete-on-error, no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat, fail-open, keeps-pending, unscoped-key, two-step-takeover, fail-on-expiry)
+	// naive: unknown design "optimistic" (valid: check-then-act, cache-on-success, unfenced-takeover, delete-on-error, no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat, fail-open, keeps-pending, unscoped-key, two-step-takeover, fail-on-expiry, retries-uncertain)
 }

@@ -53,6 +53,7 @@ func TestFlawsWithEngine(t *testing.T) {
 		{"fail-open", "duplicates", duplicates},
 		{"keeps-pending", "retryable-failures", releaseThenRetry},
 		{"unscoped-key", "mismatched-requests", mismatchedRequest},
+		{"retries-uncertain", "uncertain-outcomes", uncertainRetried},
 	}
 	for _, tc := range tests {
 		t.Run(tc.design+"/"+tc.scenario, func(t *testing.T) {

@@ -25,6 +25,7 @@ func TestNewBuildsEachDesign(t *testing.T) {
 		"unscoped-key":       "*naive.UnscopedKey",
 		"two-step-takeover":  "*naive.TwoStepTakeover",
 		"fail-on-expiry":     "*naive.FailOnExpiry",
+		"retries-uncertain":  "*naive.RetriesUncertain",
 	}
 	names := Names()
 	if len(names) != len(want) {

@@ -29,7 +29,7 @@ var plantColumns = []struct {
 	name   string
 	values []string
 }{
-	{"status", []string{`'in_progress'`, `'completed'`, `'failed'`, `'released'`, `'bogus'`, `''`, `'IN_PROGRESS'`}},
+	{"status", []string{`'in_progress'`, `'completed'`, `'failed'`, `'uncertain'`, `'released'`, `'bogus'`, `''`, `'IN_PROGRESS'`}},
 	{"fingerprint", []string{`'\x'`, `'\x01'`, `substring(fingerprint from 2)`, `fingerprint || '\x00'`,
 		hexBytes(fp("a").String()), hexBytes(fp("b").String())}},
 	{"token", []string{`0`, `-1`, `1`, `token - 1`, `token + 1`, `9000000000000000000`, `9223372036854775807`, `-9223372036854775808`}},

@@ -6,14 +6,19 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idembench/idembench/idem"
 )
+
+var _ idem.ConfigChecker = (*Store)(nil)
 
 // CheckConfig verifies that every server the store writes to runs with
 // maxmemory-policy noeviction, which the store's guarantees require (see the
 // package doc). On a Cluster client it asks every master.
 //
 // It returns nil when the policy is noeviction everywhere, an error wrapping
-// ErrEvictionPolicy naming the policy and node otherwise, an error wrapping
+// ErrEvictionPolicy and idem.ErrUnsafeConfig naming the policy and node
+// otherwise, an error wrapping
 // ErrConfigUnchecked when a server refuses CONFIG GET (disabled or denied by
 // ACL, as on many managed services; the policy must then be checked another
 // way), or an error wrapping idem.ErrBackend when a server cannot be reached.
@@ -45,7 +50,7 @@ func checkNode(ctx context.Context, c redis.Cmdable, node string) error {
 		return fmt.Errorf("%w: %s: CONFIG GET returned no maxmemory-policy", ErrConfigUnchecked, node)
 	}
 	if policy != "noeviction" {
-		return fmt.Errorf("%w: %s runs with %q", ErrEvictionPolicy, node, policy)
+		return fmt.Errorf("%w (%w): %s runs with %q", ErrEvictionPolicy, idem.ErrUnsafeConfig, node, policy)
 	}
 	return nil
 }

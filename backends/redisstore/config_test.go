@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idembench/idembench/idem"
 )
 
 func TestCheckConfig(t *testing.T) {
@@ -21,8 +23,8 @@ func TestCheckConfig(t *testing.T) {
 	if err := c.ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckConfig(ctx); !errors.Is(err, ErrEvictionPolicy) {
-		t.Fatalf("volatile-lru: %v, want ErrEvictionPolicy", err)
+	if err := s.CheckConfig(ctx); !errors.Is(err, ErrEvictionPolicy) || !errors.Is(err, idem.ErrUnsafeConfig) {
+		t.Fatalf("volatile-lru: %v, want ErrEvictionPolicy and idem.ErrUnsafeConfig", err)
 	}
 
 	// Managed services often disable CONFIG: the check must say it could

@@ -136,12 +136,13 @@
 // would decode it is never taken over, never replayed and never
 // overwritten; the call fails closed with idem.ErrCorruptRecord. The rule
 // is enforced in the scripts themselves, which judge a record by the same
-// rules before they write (luaRecord): status one of the three states;
+// rules before they write (luaRecord): status one of the four states;
 // fp 64 lowercase hex digits; token, lease_ms and a non-zero prev_token in
 // the canonical decimal form (digits only, no sign, no leading zero, in
 // [1, 2^63-1]; "0x10", "5.5", "1e3", "inf", "+5" and " 5" are corrupt
 // although Lua's tonumber reads them); prev_token below token; an
-// in-progress record has a lease and no response; a finished record has a
+// in-progress record has a lease and no response; a finished (completed,
+// failed or uncertain) record has a
 // response. Only the response's encoding is beyond the scripts: a fenced
 // write never changes a finished record anyway, and when one is refused
 // the store reads the key again and reports ErrCorruptRecord rather than

@@ -45,7 +45,7 @@ func plantValues(h map[string]string) []string {
 		"+5", " 5", "5 ", "007", "9007199254740993", "9000000000000000000", "9223372036854775807",
 		"9223372036854775808", "18446744073709551615", "-9223372036854775808",
 		strconv.FormatInt(tok-1, 10), strconv.FormatInt(tok+1, 10), strconv.FormatInt(tok, 10),
-		"in_progress", "completed", "failed", "released", "IN_PROGRESS",
+		"in_progress", "completed", "failed", "uncertain", "released", "IN_PROGRESS",
 		fpA.String(), fpB.String(), strings.ToUpper(fpA.String()), fpA.String()[:62], fpA.String() + "00",
 		ok, ok[:len(ok)-1], "\x00\xff\xfe", "\x01", strconv.FormatInt(ms-60_000, 10), strconv.FormatInt(ms+3_600_000, 10),
 	}

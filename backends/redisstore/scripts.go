@@ -17,14 +17,14 @@ const (
 // Redis server's clock; tokens are decimal. When Redis deletes the record is
 // the key's own expiry (PEXPIREAT/PEXPIRE), read back with PTTL.
 const (
-	fieldStatus   = "status"     // "in_progress", "completed" or "failed"
+	fieldStatus   = "status"     // "in_progress", "completed", "failed" or "uncertain"
 	fieldFP       = "fp"         // fingerprint, 64 hex digits
 	fieldToken    = "token"      // fencing token of the owner
 	fieldPrev     = "prev_token" // token taken over, "0" if none
 	fieldLease    = "lease_ms"   // lease expiry (meaningful while in progress)
 	fieldAcqID    = "acq_id"     // id of the Acquire call that wrote the lease
-	fieldResponse = "response"   // completed/failed: idem.EncodeResponse bytes
-	fieldDoneID   = "done_id"    // completed/failed: id of the Complete/Fail call
+	fieldResponse = "response"   // completed/failed/uncertain: idem.EncodeResponse bytes
+	fieldDoneID   = "done_id"    // completed/failed/uncertain: id of the call that wrote it
 	fieldWatch    = "watch"      // present once a WaitChange subscribed
 )
 
@@ -112,7 +112,7 @@ local function lt(a, b)
 end
 local function valid(f)
   local st = f[1]
-  if st ~= 'in_progress' and st ~= 'completed' and st ~= 'failed' then return false end
+  if st ~= 'in_progress' and st ~= 'completed' and st ~= 'failed' and st ~= 'uncertain' then return false end
   if type(f[2]) ~= 'string' or #f[2] ~= 64 or string.find(f[2], '[^0-9a-f]') then return false end
   if not dec(f[3]) then return false end
   if f[6] and f[6] ~= '0' and not (dec(f[6]) and lt(f[6], f[3])) then return false end

@@ -33,6 +33,7 @@ var groups = []struct {
 	{Safety, safetyCases},
 	{Contract, contractCases},
 	{Liveness, livenessCases},
+	{Uncertain, uncertainCases},
 }
 
 func safetyCases() []groupCase {

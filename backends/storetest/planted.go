@@ -122,7 +122,11 @@ func Planted(t TB, st idem.Store, key string, fp idem.Fingerprint, issued idem.T
 		}
 		check("Do", &idem.Lease{Token: ranWith})
 	}
-	if err != nil && !errors.Is(err, idem.ErrInProgress) && !errors.Is(err, idem.ErrFingerprintMismatch) && !(behind(err) && ran == 0) {
+	if errors.Is(err, idem.ErrUncertain) && (ran != 0 || rec == nil || rec.Status != idem.StatusUncertain) {
+		t.Fatalf("%s: Do answered uncertain (ran %d) for record %+v: %v", desc, ran, rec, err)
+	}
+	if err != nil && !errors.Is(err, idem.ErrInProgress) && !errors.Is(err, idem.ErrFingerprintMismatch) &&
+		!errors.Is(err, idem.ErrUncertain) && !(behind(err) && ran == 0) {
 		t.Fatalf("%s: Do on valid record %+v: %v (result %+v)", desc, rec, err, res)
 	}
 	return granted

@@ -149,8 +149,8 @@ func checkDeviations(t *testing.T, devs map[string]string) {
 		switch {
 		case !ok:
 			t.Fatalf("storetest: Config.Deviations names %q, which is no case of the suite", name)
-		case g == Safety:
-			t.Fatalf("storetest: Config.Deviations names %q, a safety case: safety cases admit no deviation", name)
+		case g == Safety || g == Uncertain:
+			t.Fatalf("storetest: Config.Deviations names %q, a %s case: %s cases admit no deviation", name, g, g)
 		case strings.TrimSpace(reason) == "":
 			t.Fatalf("storetest: Config.Deviations gives no reason for %q", name)
 		}

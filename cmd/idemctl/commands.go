@@ -88,6 +88,10 @@ func inspect(ctx context.Context, e *env, args []string) (int, error) {
 		}
 		lines = append(lines, "lease expiry: "+ago(rec.LeaseExpiry, now)+", "+live)
 	}
+	if rec.Status == idem.StatusUncertain {
+		lines = append(lines, fmt.Sprintf("uncertain:    the effect may or may not have happened; settle it with "+
+			"resolve %s --token %d (--applied RESPONSE | --not-applied)", name.Key, rec.Token))
+	}
 	if rec.Response != nil {
 		lines = append(lines, fmt.Sprintf("response:     status %d, %d bytes", rec.Response.Status, rec.Response.Size()))
 	}
@@ -167,11 +171,12 @@ func stats(ctx context.Context, e *env, args []string) (int, error) {
 	}
 	e.out.print(map[string]int64{
 		"in_progress": st.InProgress, "stuck": st.Stuck, "completed": st.Completed,
-		"failed": st.Failed, "corrupt": st.Corrupt, "bytes": st.Bytes,
+		"failed": st.Failed, "uncertain": st.Uncertain, "corrupt": st.Corrupt, "bytes": st.Bytes,
 	},
 		fmt.Sprintf("in_progress %d (stuck %d)", st.InProgress, st.Stuck),
 		fmt.Sprintf("completed   %d", st.Completed),
 		fmt.Sprintf("failed      %d", st.Failed),
+		fmt.Sprintf("uncertain   %d", st.Uncertain),
 		fmt.Sprintf("corrupt     %d", st.Corrupt),
 		fmt.Sprintf("bytes       %d", st.Bytes))
 	return exitOK, nil

@@ -68,7 +68,7 @@ func TestVersionAndHelp(t *testing.T) {
 	}
 	for _, args := range [][]string{{"help", "nope"}, {"help", "inspect", "x"}} {
 		code, _, errs := runCtl(t, args...)
-		if code != exitUsage || !strings.Contains(errs, "inspect, list, purge, purge-corrupt, release, stats") {
+		if code != exitUsage || !strings.Contains(errs, "inspect, list, purge, purge-corrupt, release, resolve, stats") {
 			t.Errorf("%v: exit %d, want %d naming the commands:\n%s", args, code, exitUsage, errs)
 		}
 	}

@@ -39,6 +39,9 @@ Commands:
                                     (both: --limit N, at most N keys, default 1000)
   release KEY --token N [--force]   fenced release: refused if the key no longer carries token N;
                                     a live lease needs --force
+  resolve KEY --token N (--applied RESPONSE | --not-applied)
+                                    settle an uncertain key, fenced by token N: store RESPONSE
+                                    (JSON or @FILE) as its outcome, or free the key; audited on stderr
   purge-corrupt KEY --confirm D     delete KEY's record only if it still does not decode and its
                                     content still has digest D (printed by inspect, list --corrupt);
                                     a record that decodes is never deleted
@@ -59,8 +62,8 @@ Global flags:
   --json          print JSON instead of text
   --version       print the idemctl version and exit
 
-Exit codes: 0 done, 1 refused (release: the token moved or the lease is live; purge-corrupt:
-the record changed since its digest was printed), 2 usage, 3 key not found, 4 record corrupt,
+Exit codes: 0 done, 1 refused (release: the token moved or the lease is live; resolve: the key
+is not uncertain with that token; purge-corrupt: the record changed since its digest was printed), 2 usage, 3 key not found, 4 record corrupt,
 5 store error, 6 purge-corrupt refused: the record decodes.
 `
 
@@ -131,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeStore()
 	out := &output{w: stdout, json: g.json}
-	code, err := c.run(ctx, &env{g: g, scopes: scopes, store: store, out: out}, rest)
+	code, err := c.run(ctx, &env{g: g, scopes: scopes, store: store, out: out, stderr: stderr}, rest)
 	if err != nil {
 		fmt.Fprintf(stderr, "idemctl %s: %v\n", name, err)
 	}
@@ -201,6 +204,7 @@ type env struct {
 	scopes []string // --scope, outermost first
 	store  idem.Store
 	out    *output
+	stderr io.Writer // resolve's audit line
 }
 
 // storageKey maps a key argument, a key as a client sends it, to the key
@@ -291,6 +295,7 @@ const (
 	usageList         = "list (--stuck [--older-than D] | --corrupt) [--limit N]"
 	usageRelease      = "release KEY --token N [--force]"
 	usagePurgeCorrupt = "purge-corrupt KEY --confirm DIGEST"
+	usageResolve      = "resolve KEY --token N (--applied RESPONSE | --not-applied) [--retention D]"
 	usageStats        = "stats"
 	usagePurge        = "purge --expired"
 )
@@ -317,6 +322,18 @@ var commands = map[string]command{
 			"idemctl --store redis://127.0.0.1:6379/0 inspect order-42        # read its token first",
 			"idemctl --store redis://127.0.0.1:6379/0 release order-42 --token 9",
 			"idemctl --store redis://127.0.0.1:6379/0 release order-42 --token 9 --force   # a live lease",
+		}},
+	"resolve": {resolve, usageResolve,
+		"  Settles KEY if it is uncertain with token N (its execution may or may not\n" +
+			"  have performed its effect; requests for it get 409 operation_uncertain).\n" +
+			"  --applied RESPONSE: the effect happened; RESPONSE (a JSON object\n" +
+			"  {\"status\":201,\"header\":{...},\"body\":\"...\"}, or @FILE) is stored and\n" +
+			"  replayed for the retention D (default 24h). --not-applied: it did not; the\n" +
+			"  key is freed and the next request runs as new. Refused (exit 1) unless the\n" +
+			"  key is uncertain with token N. One audit line (JSON) goes to stderr.", true, []string{
+			"idemctl --store redis://127.0.0.1:6379/0 inspect order-42        # status uncertain, its token",
+			`idemctl --store redis://127.0.0.1:6379/0 resolve order-42 --token 9 --applied '{"status":201,"body":"{\"id\":7}"}'`,
+			"idemctl --store 'postgres://postgres@127.0.0.1:5432/test' resolve order-42 --token 9 --not-applied",
 		}},
 	"purge-corrupt": {purgeCorrupt, usagePurgeCorrupt,
 		"  Deletes KEY's record only if it still does not decode and its content still\n" +

@@ -35,9 +35,28 @@ func openStore(ctx context.Context, backend, redisURL, postgresURL string) (idem
 	return nil, nil, fmt.Errorf("unknown --backend %q (memory, redis or postgres)", backend)
 }
 
-// openRedis opens the Redis store and checks that the server answers and
-// runs with maxmemory-policy noeviction (a warning-level problem is returned
-// as an error: the example refuses to start on an evicting Redis).
+// checkStoreConfig asks a store that can tell (idem.ConfigChecker) whether
+// its server can lose records silently (Redis evicting keys, PostgreSQL
+// with synchronous_commit off). mode "refuse" returns that as an error,
+// "warn" logs it, "off" does not ask. A check that could not be made is
+// logged in every mode but off.
+func checkStoreConfig(ctx context.Context, s idem.Store, mode string, warn func(format string, args ...any)) error {
+	cc, ok := s.(idem.ConfigChecker)
+	if !ok || mode == "off" {
+		return nil
+	}
+	err := cc.CheckConfig(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, idem.ErrUnsafeConfig) && mode == "refuse":
+		return fmt.Errorf("%w (start anyway with --config-check warn)", err)
+	}
+	warn("store configuration: %v", err)
+	return nil
+}
+
+// openRedis opens the Redis store and checks that the server answers.
 func openRedis(ctx context.Context, url string) (idem.Store, func(), error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -49,11 +68,6 @@ func openRedis(ctx context.Context, url string) (idem.Store, func(), error) {
 		return nil, nil, fmt.Errorf("redis at %s: %w", opt.Addr, err)
 	}
 	s, err := redisstore.New(client, redisstore.Options{Prefix: "payments"})
-	if err == nil {
-		if cerr := s.CheckConfig(ctx); cerr != nil && !errors.Is(cerr, redisstore.ErrConfigUnchecked) {
-			err = cerr
-		}
-	}
 	if err != nil {
 		client.Close()
 		return nil, nil, err

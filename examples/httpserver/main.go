@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	redisURL := fs.String("redis-url", os.Getenv("IDEM_REDIS_URL"), "Redis URL for --backend redis")
 	postgresURL := fs.String("postgres-url", os.Getenv("IDEM_POSTGRES_URL"), "PostgreSQL URL for --backend postgres")
 	conflictWait := fs.Duration("conflict-wait", 0, "how long a duplicate waits for a request in flight (0: answer 409 at once)")
+	configCheck := fs.String("config-check", "refuse", "a store configuration that can lose records (Redis maxmemory-policy other than noeviction, PostgreSQL synchronous_commit=off): refuse to start, warn, or off")
 	svcOpts := addServiceFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,12 +67,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	switch *configCheck {
+	case "refuse", "warn", "off":
+	default:
+		return fmt.Errorf("unknown --config-check %q (refuse, warn or off)", *configCheck)
+	}
 
 	store, closeStore, err := openStore(ctx, *backend, *redisURL, *postgresURL)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	startLog := log.New(stderr, "httpserver: ", log.LstdFlags)
+	if err := checkStoreConfig(ctx, store, *configCheck, startLog.Printf); err != nil {
+		return err
+	}
 	met, err := newMetrics(*backend)
 	if err != nil {
 		return err

@@ -199,6 +199,8 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{[]string{"--backend", "redis", "--redis-url", "http://x"}, "--redis-url"},
 		{[]string{"--backend", "postgres", "--postgres-url", "postgres://postgres@127.0.0.1:1/test?connect_timeout=2"}, "127.0.0.1"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--replay-policy", "always"}, "--replay-policy"},
+		{[]string{"--config-check", "maybe"}, "--config-check"},
 		{[]string{"--addr", "not an address"}, "not an address"},
 	}
 	for _, tt := range tests {

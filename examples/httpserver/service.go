@@ -22,12 +22,14 @@ import (
 type serviceOptions struct {
 	downstream string
 	flaw       string
+	policy     string // --replay-policy
 }
 
 // addServiceFlags registers --downstream and --flaw on fs.
 func addServiceFlags(fs *flag.FlagSet) *serviceOptions {
 	o := &serviceOptions{}
 	fs.StringVar(&o.downstream, "downstream", "", "payment provider URL charged once per payment (POST URL/charges with the Idempotency-Key); empty: none")
+	fs.StringVar(&o.policy, "replay-policy", "ietf", "which responses are stored and replayed: ietf (2xx and 4xx), stripe (errors too) or cache-2xx-only")
 	fs.StringVar(&o.flaw, "flaw", "", "known-bad idempotency design to run instead of the correct one: "+strings.Join(flawNames(), ", "))
 	return o
 }
@@ -36,6 +38,9 @@ func addServiceFlags(fs *flag.FlagSet) *serviceOptions {
 func (o *serviceOptions) check() error {
 	if o.flaw != "" && flaws[o.flaw] == nil {
 		return fmt.Errorf("unknown --flaw %q (valid: %s)", o.flaw, strings.Join(flawNames(), ", "))
+	}
+	if _, err := idemhttp.ParseReplayPolicy(o.policy); err != nil {
+		return fmt.Errorf("--replay-policy: %w", err)
 	}
 	return nil
 }
@@ -81,8 +86,9 @@ func newCharger(base string) chargeFunc {
 // known-bad design instead (flaws.go).
 func newService(eng *idem.Engine, l *ledger, logger *log.Logger, opts serviceOptions) http.Handler {
 	mwOpts := idemhttp.Options{
-		OnError: func(r *http.Request, err error) { logger.Printf("%s %s: %v", r.Method, r.URL.Path, err) },
-		Scope:   func(r *http.Request) string { return r.URL.Path },
+		OnError:      func(r *http.Request, err error) { logger.Printf("%s %s: %v", r.Method, r.URL.Path, err) },
+		Scope:        func(r *http.Request) string { return r.URL.Path },
+		ReplayPolicy: idemhttp.ReplayPolicy(opts.policy),
 	}
 	charge := newCharger(opts.downstream)
 	create := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

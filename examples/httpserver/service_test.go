@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -82,5 +84,73 @@ func TestDownstreamCharge(t *testing.T) {
 				t.Errorf("charges %v, want %d carrying the key k1", prov.keys, tc.wantCharges)
 			}
 		})
+	}
+}
+
+// TestReplayPolicyFlag: a 502 from the provider is released for a retry
+// under ietf and cache-2xx-only, and replayed to the retry under stripe.
+func TestReplayPolicyFlag(t *testing.T) {
+	for policy, replays502 := range map[string]bool{"ietf": false, "stripe": true, "cache-2xx-only": false} {
+		t.Run(policy, func(t *testing.T) {
+			prov := &provider{}
+			ps := httptest.NewServer(prov)
+			defer ps.Close()
+			store := memstore.New(memstore.Options{SweepInterval: -1})
+			defer store.Close()
+			opts := serviceOptions{downstream: ps.URL, policy: policy}
+			if err := opts.check(); err != nil {
+				t.Fatal(err)
+			}
+			api := httptest.NewServer(newService(idem.New(store), newLedger(), log.New(io.Discard, "", 0), opts))
+			defer api.Close()
+			body := `{"amount":100,"currency":"EUR"}`
+			prov.setFail(true)
+			if st, _, _ := call(t, "POST", api.URL+"/payments", "k1", body); st != http.StatusBadGateway {
+				t.Fatalf("failed charge: status %d, want 502", st)
+			}
+			prov.setFail(false)
+			st, replayed, _ := call(t, "POST", api.URL+"/payments", "k1", body)
+			if replays502 && (st != http.StatusBadGateway || !replayed) {
+				t.Fatalf("retry: %d replayed %v; want the 502 replayed", st, replayed)
+			}
+			if !replays502 && (st != http.StatusCreated || replayed) {
+				t.Fatalf("retry: %d replayed %v; want a new execution (201)", st, replayed)
+			}
+		})
+	}
+}
+
+// unsafeStore is a store whose configuration check reports err.
+type unsafeStore struct {
+	idem.Store
+	err error
+}
+
+func (s unsafeStore) CheckConfig(context.Context) error { return s.err }
+
+// TestConfigCheck: an unsafe configuration refuses to start under
+// refuse, is logged under warn, and is not asked under off; a check that
+// could not be made is logged.
+func TestConfigCheck(t *testing.T) {
+	unsafe := fmt.Errorf("%w: maxmemory-policy allkeys-lru", idem.ErrUnsafeConfig)
+	unchecked := errors.New("CONFIG disabled")
+	tests := []struct {
+		mode    string
+		err     error
+		refused bool
+		warned  bool
+	}{
+		{"refuse", unsafe, true, false},
+		{"warn", unsafe, false, true},
+		{"off", unsafe, false, false},
+		{"refuse", unchecked, false, true},
+		{"refuse", nil, false, false},
+	}
+	for _, tt := range tests {
+		warned := false
+		err := checkStoreConfig(context.Background(), unsafeStore{err: tt.err}, tt.mode, func(string, ...any) { warned = true })
+		if (err != nil) != tt.refused || warned != tt.warned {
+			t.Errorf("%s with %v: err %v, warned %v; want refused %v, warned %v", tt.mode, tt.err, err, warned, tt.refused, tt.warned)
+		}
 	}
 }

@@ -128,3 +128,11 @@ func TestMiddlewareOnBackends(t *testing.T) {
 		})
 	}
 }
+
+func (s prefixStore) MarkUncertain(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
+	return s.Store.(idem.UncertainStore).MarkUncertain(ctx, l, resp, retention)
+}
+
+func (s prefixStore) Resolve(ctx context.Context, key string, token idem.Token, applied *idem.Response, retention time.Duration) error {
+	return s.Store.(idem.UncertainStore).Resolve(ctx, s.key(key), token, applied, retention)
+}

@@ -82,17 +82,21 @@
 //
 // # What is stored and replayed
 //
-// By default every response with a status below 500 (2xx, 3xx and 4xx) is
-// stored and replayed; a 5xx is sent to the client but the key is released,
-// so the client can retry with the same key (Options.StoreStatus changes the
-// policy). Technically the engine function returns a *StatusError for a
+// By default (Options.ReplayPolicy PolicyIETF) every response with a
+// status below 500 (2xx, 3xx and 4xx) is stored and replayed; a 5xx is sent
+// to the client but the key is released, so the client can retry with the
+// same key. PolicyStripe stores errors too, PolicyCache2xxOnly only 2xx;
+// Options.StoreStatus overrides the policy. A status that
+// Options.UncertainStatus names records the key uncertain instead: every
+// request for it gets 409 operation_uncertain until it is resolved. Technically the engine function returns a *StatusError for a
 // status that is not stored; the engine's default classifier treats it as
 // retryable, and a custom one (idem.WithClassifier) must do the same.
 //
-// The replay carries the stored status, the stored headers (all headers the
-// handler set except hop-by-hop ones and trailers, or only
-// Options.ReplayHeaders) and the body byte for byte, plus the header
-// Idempotency-Replayed: true. The first response has no such header. A
+// The replay carries the stored status, the stored headers
+// (Options.ReplayHeaders: by default Content-Type, Location and ETag;
+// AllHeaders for every header the handler set except hop-by-hop ones and
+// trailers) and the body byte for byte, plus the marker
+// Idempotency-Replayed: true (Options.ReplayedHeader renames it). The first response has no such header. A
 // response without Content-Type gets the sniffed type stored, as net/http
 // would send it. Informational (1xx) responses are not forwarded, and
 // Flush and Hijack are not available to the handler: the response is

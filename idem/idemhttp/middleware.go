@@ -3,6 +3,7 @@ package idemhttp
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,14 +14,24 @@ import (
 const (
 	// DefaultHeader is the request header that carries the key.
 	DefaultHeader = "Idempotency-Key"
-	// ReplayedHeader is added, with the value "true", to every replayed
-	// response. It is never stored.
+	// ReplayedHeader is the default name of the marker added, with the
+	// value "true", to every replayed response (Options.ReplayedHeader).
+	// It is never stored.
 	ReplayedHeader = "Idempotency-Replayed"
 	// DefaultMaxRequestBody is the default limit on a buffered request body.
 	DefaultMaxRequestBody = 1 << 20
 	// DefaultRetryAfter is the default Retry-After of 409 and 503 answers.
 	DefaultRetryAfter = time.Second
 )
+
+// DefaultReplayHeaders are the response headers stored and replayed when
+// Options.ReplayHeaders is nil: what a client acts on, byte for byte.
+var DefaultReplayHeaders = []string{"Content-Type", "Location", "ETag"}
+
+// AllHeaders, as Options.ReplayHeaders, stores and replays every header
+// the handler set except hop-by-hop headers and trailers, so that a replay
+// is byte-identical to the first response (apart from the marker).
+const AllHeaders = "*"
 
 // Options configures Middleware. The zero value is usable: a required
 // Idempotency-Key on POST and PATCH, the default fingerprint, 2xx..4xx
@@ -53,6 +64,13 @@ type Options struct {
 	// zero FingerprintOptions (method, path, query, media type and body,
 	// JSON canonicalized).
 	Fingerprint FingerprintFunc
+	// PriorFingerprints are the fingerprint policies used before
+	// Fingerprint (FingerprintOptions.Policy names each version). A request
+	// whose key is stored with another fingerprint is checked against
+	// each of them in order: if one gives the stored fingerprint, the
+	// request is answered as it would have been under that policy (the
+	// stored response replayed), not with 422. Nil means none.
+	PriorFingerprints []FingerprintFunc
 	// MaxRequestBody limits the buffered request body in bytes; a larger one
 	// gets 413 body_too_large before the handler runs. Zero means
 	// DefaultMaxRequestBody; negative means no limit.
@@ -63,14 +81,43 @@ type Options struct {
 	// doc for what happens above it.
 	MaxResponseSize int
 	// ReplayHeaders lists the response headers that are stored and
-	// replayed (case-insensitive). Nil means every header the handler set
-	// except hop-by-hop headers and trailers. The first client always gets
-	// every header the handler set.
+	// replayed byte for byte (case-insensitive). Nil means
+	// DefaultReplayHeaders (Content-Type, Location, ETag); a list holding
+	// AllHeaders ("*") means every header the handler set except
+	// hop-by-hop headers and trailers. The first client always gets every
+	// header the handler set.
 	ReplayHeaders []string
-	// StoreStatus decides from the handler's status code whether the
-	// response is stored and replayed (true) or the key is released so that
-	// the client can retry (false). Nil means status < 500.
+	// ExpiresHeader, when set, names a response header that tells the
+	// client until when its key is kept: the HTTP-date of the stored
+	// record's expiry on a replay, and the time of the answer plus the
+	// engine's retention on the first response of a request whose
+	// response was stored as completed. A retry after it runs as a new request. Empty means no such
+	// header. "Idempotency-Key-Expires" is a fitting name.
+	ExpiresHeader string
+	// ReplayedHeader names the marker added, with the value "true", to
+	// every replayed response. Empty means ReplayedHeader
+	// ("Idempotency-Replayed"); Stripe's clients look for
+	// "Idempotent-Replayed".
+	ReplayedHeader string
+	// ReplayPolicy names which responses are stored and replayed:
+	// PolicyIETF (the default: 2xx and 4xx), PolicyStripe (everything,
+	// errors included) or PolicyCache2xxOnly. An unknown policy panics in
+	// Middleware (use ParseReplayPolicy for user input).
+	ReplayPolicy ReplayPolicy
+	// StoreStatus, when set, overrides ReplayPolicy: it decides from the
+	// handler's status code whether the response is stored and replayed
+	// (true) or the key is released so that the client can retry (false).
 	StoreStatus func(status int) bool
+	// UncertainStatus, when set, names the handler's status codes that mean
+	// the handler cannot tell whether its effect happened (a 504 from a
+	// payment provider that timed out, say). Such a response is not
+	// stored: the key is recorded uncertain (idem.ErrUncertain; on a store
+	// without idem.UncertainStore, or with a recovery hook, it stays in
+	// progress for a take-over instead), and this client and every later
+	// one get 409 operation_uncertain until an operator resolves the key
+	// (idemctl resolve). It is asked before StoreStatus. Nil means no
+	// status is uncertain.
+	UncertainStatus func(status int) bool
 	// RetryAfter is sent, rounded up to whole seconds (at least 1), with
 	// 409 in_progress and 503 unavailable. Zero means DefaultRetryAfter.
 	RetryAfter time.Duration
@@ -104,6 +151,18 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("idemhttp: handler answered %d; key released for retry", e.Status)
 }
 
+// UncertainError is the error the engine function returns, marked
+// idem.MarkAmbiguous, when Options.UncertainStatus names the handler's
+// status.
+type UncertainError struct {
+	Status int
+}
+
+// Error says which status made the outcome uncertain.
+func (e *UncertainError) Error() string {
+	return fmt.Sprintf("idemhttp: handler answered %d: outcome uncertain", e.Status)
+}
+
 // Middleware returns middleware that runs guarded requests through e, at
 // most once per idempotency key, as the package doc describes. It panics if
 // e is nil, or, when applied, if the handler is nil.
@@ -132,16 +191,32 @@ func Middleware(e *idem.Engine, opts Options) func(http.Handler) http.Handler {
 	if h.opts.MaxResponseSize == 0 {
 		h.opts.MaxResponseSize = idem.DefaultMaxResponseSize
 	}
-	h.keep = storedHeader
-	if opts.ReplayHeaders != nil {
-		set := make(map[string]bool, len(opts.ReplayHeaders))
-		for _, n := range opts.ReplayHeaders {
+	if h.opts.ReplayedHeader == "" {
+		h.opts.ReplayedHeader = ReplayedHeader
+	}
+	marker := http.CanonicalHeaderKey(h.opts.ReplayedHeader)
+	replayHeaders := opts.ReplayHeaders
+	if replayHeaders == nil {
+		replayHeaders = DefaultReplayHeaders
+	}
+	if slices.Contains(replayHeaders, AllHeaders) {
+		h.keep = func(name string) bool { return storedHeader(name) && http.CanonicalHeaderKey(name) != marker }
+	} else {
+		set := make(map[string]bool, len(replayHeaders))
+		for _, n := range replayHeaders {
 			set[http.CanonicalHeaderKey(n)] = true
 		}
-		h.keep = func(name string) bool { return set[http.CanonicalHeaderKey(name)] && storedHeader(name) }
+		h.keep = func(name string) bool {
+			k := http.CanonicalHeaderKey(name)
+			return set[k] && k != marker && storedHeader(name)
+		}
 	}
 	if h.opts.StoreStatus == nil {
-		h.opts.StoreStatus = func(status int) bool { return status < 500 }
+		p, err := ParseReplayPolicy(string(opts.ReplayPolicy))
+		if err != nil {
+			panic(err.Error())
+		}
+		h.opts.StoreStatus = p.StoreStatus
 	}
 	if h.opts.RetryAfter <= 0 {
 		h.opts.RetryAfter = DefaultRetryAfter

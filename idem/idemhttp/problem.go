@@ -25,7 +25,17 @@ const (
 	// ReasonResponseTooLarge is the reason of the 500 stored in place of a
 	// response above the size cap; clients see it on replay.
 	ReasonResponseTooLarge = "response_too_large"
+	// ReasonOperationUncertain is the reason of the 409 answered for a key
+	// whose execution may or may not have performed its effect
+	// (idem.ErrUncertain), with Type ProblemTypeUncertain and SafeNewKey
+	// false: until an operator resolves the key, the same key gets this
+	// answer again and a new key may perform the effect twice.
+	ReasonOperationUncertain = "operation_uncertain"
 )
+
+// ProblemTypeUncertain is the problem type of an uncertain outcome
+// (ReasonOperationUncertain).
+const ProblemTypeUncertain = "urn:idembench:problem:operation-uncertain"
 
 // Retry advice, the "retry" member of a problem document: what a client
 // may do next with its key.
@@ -57,28 +67,37 @@ var retryAdvice = map[string]string{
 	ReasonAborted:              RetrySameKey,
 	ReasonUnreplayableResponse: RetryNone,
 	ReasonResponseTooLarge:     RetryNone,
+	ReasonOperationUncertain:   RetryNone,
 }
 
 // Problem is the JSON problem document (RFC 9457) the middleware writes.
-// Type is always "about:blank" and Title the status text, as the RFC asks
-// for that type; Reason is the machine-readable cause and Retry says
-// whether the client may retry with the same key (RetrySameKey), must use a
-// new one (RetryNewKey), or should not retry (RetryNone).
+// Type is "about:blank" and Title the status text, as the RFC asks for that
+// type, except for an uncertain outcome (ProblemTypeUncertain); Reason is
+// the machine-readable cause and Retry says whether the client may retry
+// with the same key (RetrySameKey), must use a new one (RetryNewKey), or
+// should not retry (RetryNone). SafeNewKey is present only when the answer
+// is about the outcome of an execution: false says that a request with a
+// new key may perform the effect a second time.
 type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	Reason string `json:"reason"`
-	Retry  string `json:"retry"`
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail,omitempty"`
+	Reason     string `json:"reason"`
+	Retry      string `json:"retry"`
+	SafeNewKey *bool  `json:"safe_new_key,omitempty"`
 }
 
 // newProblem returns the problem document for status and reason.
 func newProblem(status int, reason, detail string) Problem {
-	return Problem{
+	p := Problem{
 		Type: "about:blank", Title: http.StatusText(status), Status: status,
 		Detail: detail, Reason: reason, Retry: retryAdvice[reason],
 	}
+	if reason == ReasonOperationUncertain {
+		p.Type, p.Title, p.SafeNewKey = ProblemTypeUncertain, "Operation outcome uncertain", new(false)
+	}
+	return p
 }
 
 // body encodes p. Encoding a Problem cannot fail.

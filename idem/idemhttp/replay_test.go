@@ -105,7 +105,7 @@ func TestReplayIsByteIdentical(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var runs int
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs++; tt.handler(w, r) })
-			srv := httptest.NewServer(idemhttp.Middleware(idem.New(newStore(t)), idemhttp.Options{})(h))
+			srv := httptest.NewServer(idemhttp.Middleware(idem.New(newStore(t)), idemhttp.Options{ReplayHeaders: []string{idemhttp.AllHeaders}})(h))
 			defer srv.Close()
 
 			first, _ := post(t, srv.Client(), srv.URL, "k", `{"a":1}`)
@@ -259,8 +259,10 @@ func TestStoredHeaders(t *testing.T) {
 		replayed []string // headers the replay has
 		absent   []string // headers the replay lacks
 	}{
-		{"default keeps all but hop-by-hop", idemhttp.Options{},
+		{"all but hop-by-hop", idemhttp.Options{ReplayHeaders: []string{idemhttp.AllHeaders}},
 			[]string{"Content-Type", "X-Keep", "X-Drop", "x-lower", "X-Outer"}, []string{"Keep-Alive"}},
+		{"default allowlist", idemhttp.Options{},
+			[]string{"Content-Type", "X-Outer"}, []string{"X-Keep", "X-Drop", "x-lower", "Keep-Alive"}},
 		{"selected headers", idemhttp.Options{ReplayHeaders: []string{"content-type", "X-KEEP", "Keep-Alive"}},
 			[]string{"Content-Type", "X-Keep", "X-Outer"}, []string{"X-Drop", "Keep-Alive", "x-lower"}},
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idembench/idembench/idem"
 )
@@ -68,13 +69,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c     *capture
 		fnErr error
 	)
-	res, err := h.engine.DoScoped(r.Context(), scope, key, fp, func(ctx context.Context) (idem.Response, error) {
+	fn := func(ctx context.Context) (idem.Response, error) {
 		c = newCapture(w, h.opts.MaxResponseSize, h.keep)
 		h.next.ServeHTTP(c, withBody(ctx, r, body))
 		var resp idem.Response
 		resp, fnErr = h.outcome(c)
 		return resp, fnErr
-	})
+	}
+	res, err := h.engine.DoScoped(r.Context(), scope, key, fp, fn)
+	for _, prior := range h.opts.PriorFingerprints {
+		if c != nil || !errors.Is(err, idem.ErrFingerprintMismatch) {
+			break
+		}
+		// The key may have been stored under an earlier policy.
+		if pfp, perr := prior(r, body); perr == nil && pfp != fp {
+			res, err = h.engine.DoScoped(r.Context(), scope, key, pfp, fn)
+		}
+	}
 	if c != nil {
 		h.afterRun(w, r, c, err, fnErr)
 		return
@@ -163,6 +174,9 @@ func (h *handler) outcome(c *capture) (idem.Response, error) {
 			Body:   p.body(),
 		}
 	}
+	if h.opts.UncertainStatus != nil && !c.spilled && h.opts.UncertainStatus(c.status) {
+		return resp, idem.MarkAmbiguous(&UncertainError{Status: c.status})
+	}
 	if !h.opts.StoreStatus(c.status) {
 		return resp, &StatusError{Status: c.status}
 	}
@@ -181,6 +195,13 @@ func (h *handler) afterRun(w http.ResponseWriter, r *http.Request, c *capture, e
 		}
 		return
 	}
+	if errors.Is(err, idem.ErrUncertain) && !c.spilled {
+		h.writeUncertain(w)
+		return
+	}
+	if err == nil && h.opts.ExpiresHeader != "" && !c.spilled {
+		w.Header().Set(h.opts.ExpiresHeader, time.Now().Add(h.engine.Retention()).UTC().Format(http.TimeFormat))
+	}
 	c.send()
 	if err != nil && err != fnErr {
 		h.onError(r, err)
@@ -191,6 +212,9 @@ func (h *handler) afterRun(w http.ResponseWriter, r *http.Request, c *capture, e
 func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Result, err error) {
 	switch {
 	case err == nil:
+		if h.opts.ExpiresHeader != "" && !res.ExpiresAt.IsZero() {
+			w.Header().Set(h.opts.ExpiresHeader, res.ExpiresAt.UTC().Format(http.TimeFormat))
+		}
 		h.replay(w, res.Response)
 	case errors.Is(err, idem.ErrInvalidKey):
 		// checkKey passed, so the store refused the stored key: its error
@@ -205,6 +229,8 @@ func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Resul
 			"a request with this key is still being processed; retry later", h.retryAfter)
 	case errors.Is(err, idem.ErrAborted):
 		h.writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
+	case errors.Is(err, idem.ErrUncertain):
+		h.writeUncertain(w)
 	default:
 		if r.Context().Err() == nil {
 			h.onError(r, err)
@@ -212,6 +238,13 @@ func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Resul
 		h.writeProblem(w, http.StatusServiceUnavailable, ReasonUnavailable,
 			"the idempotency store is unavailable; the request was not processed", h.retryAfter)
 	}
+}
+
+// writeUncertain answers for a key whose outcome is uncertain.
+func (h *handler) writeUncertain(w http.ResponseWriter) {
+	h.writeProblem(w, http.StatusConflict, ReasonOperationUncertain,
+		"the request with this key may or may not have been processed; it will not be processed again "+
+			"until the operator resolves it, and a request with a new key may be processed twice", 0)
 }
 
 // replay writes a stored response and the replay marker.
@@ -222,7 +255,7 @@ func (h *handler) replay(w http.ResponseWriter, resp idem.Response) {
 		return
 	}
 	copyHeader(w.Header(), resp.Header)
-	w.Header().Set(ReplayedHeader, "true")
+	w.Header().Set(h.opts.ReplayedHeader, "true")
 	if _, ok := resp.Header["Content-Length"]; !ok && bodyAllowed(resp.Status) {
 		w.Header().Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	}

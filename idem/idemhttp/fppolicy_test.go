@@ -1,0 +1,108 @@
+package idemhttp_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/idem/idemhttp"
+)
+
+func TestFingerprintPolicy(t *testing.T) {
+	type req struct{ target, body string }
+	fpOf := func(t *testing.T, o idemhttp.FingerprintOptions, q req) idem.Fingerprint {
+		t.Helper()
+		f, err := idemhttp.NewFingerprintPolicy(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("POST", q.target, strings.NewReader(q.body))
+		r.Header.Set("Content-Type", "application/json")
+		fp, err := f(r, []byte(q.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
+	incl := idemhttp.FingerprintOptions{Policy: "p/v1", JSONInclude: []string{"/amount", "/card/last4", "/a~1b"}}
+	excl := idemhttp.FingerprintOptions{Policy: "p/v1", JSONExclude: []string{"/meta/trace", "/nonce"}}
+	query := idemhttp.FingerprintOptions{Policy: "p/v1", Query: []string{"currency"}}
+	tests := []struct {
+		name string
+		o    idemhttp.FingerprintOptions
+		a, b req
+		same bool
+	}{
+		{"include: other members ignored", incl, req{"/p", `{"amount":1,"card":{"last4":"4242","exp":"01/30"},"x":1}`},
+			req{"/p", `{"x":2,"card":{"exp":"02/31","last4":"4242"},"amount":1}`}, true},
+		{"include: selected member differs", incl, req{"/p", `{"amount":1}`}, req{"/p", `{"amount":2}`}, false},
+		{"include: number literal kept", incl, req{"/p", `{"amount":1}`}, req{"/p", `{"amount":1.0}`}, false},
+		{"include: absent differs from null", incl, req{"/p", `{"amount":1}`}, req{"/p", `{"amount":1,"card":{"last4":null}}`}, false},
+		{"include: escaped pointer", incl, req{"/p", `{"a/b":1}`}, req{"/p", `{"a/b":2}`}, false},
+		{"exclude: excluded members ignored", excl, req{"/p", `{"amount":1,"meta":{"trace":"a","tag":"t"},"nonce":1}`},
+			req{"/p", `{"meta":{"tag":"t","trace":"b"},"amount":1}`}, true},
+		{"exclude: the rest counts", excl, req{"/p", `{"amount":1,"meta":{"tag":"t"}}`}, req{"/p", `{"amount":1,"meta":{"tag":"u"}}`}, false},
+		{"query: other parameters ignored", query, req{"/p?currency=EUR&utm=a", `{}`}, req{"/p?utm=b&currency=EUR", `{}`}, true},
+		{"query: selected parameter differs", query, req{"/p?currency=EUR", `{}`}, req{"/p?currency=USD", `{}`}, false},
+		{"query: absent differs from empty", query, req{"/p", `{}`}, req{"/p?currency=", `{}`}, false},
+		{"query: path still counts", query, req{"/p?currency=EUR", `{}`}, req{"/q?currency=EUR", `{}`}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fpOf(t, tt.o, tt.a) == fpOf(t, tt.o, tt.b); got != tt.same {
+				t.Fatalf("same fingerprint = %v, want %v", got, tt.same)
+			}
+		})
+	}
+	v2 := incl
+	v2.Policy = "p/v2"
+	if fpOf(t, incl, req{"/p", `{"amount":1}`}) == fpOf(t, v2, req{"/p", `{"amount":1}`}) {
+		t.Error("two policy versions give the same fingerprint")
+	}
+	for _, bad := range []string{"amount", "/a~2", "/a~"} {
+		if _, err := idemhttp.NewFingerprintPolicy(idemhttp.FingerprintOptions{JSONInclude: []string{bad}}); err == nil {
+			t.Errorf("pointer %q accepted", bad)
+		}
+	}
+}
+
+// TestFingerprintPolicyChange: keys stored under policy v1 (whole body)
+// are still recognised after the service moved to v2 (a trace member
+// excluded), through Options.PriorFingerprints: a retry replays, it does
+// not get 422; a different request still gets 422.
+func TestFingerprintPolicyChange(t *testing.T) {
+	store := newStore(t)
+	e := idem.New(store)
+	v1 := idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v1"})
+	v2 := idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v2", JSONExclude: []string{"/trace"}})
+	c := &counter{}
+	before := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v1})(c)
+	after := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v2, PriorFingerprints: []idemhttp.FingerprintFunc{v1}})(c)
+	noPrior := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v2})(c)
+
+	if w := serve(before, request("POST", "/p", "k", `{"amount":1,"trace":"a"}`)); w.Code != http.StatusCreated {
+		t.Fatalf("first: %d", w.Code)
+	}
+	if w := serve(noPrior, request("POST", "/p", "k", `{"amount":1,"trace":"a"}`)); w.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("v2 without the prior policy: %d, want the false 422 this option avoids", w.Code)
+	}
+	w := serve(after, request("POST", "/p", "k", `{"trace":"a","amount":1}`))
+	if w.Code != http.StatusCreated || w.Header().Get(idemhttp.ReplayedHeader) != "true" {
+		t.Fatalf("v2 with v1 as prior: %d %v; want the stored 201 replayed", w.Code, w.Header())
+	}
+	if w := serve(after, request("POST", "/p", "k", `{"amount":2,"trace":"a"}`)); w.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("a different request: %d, want 422", w.Code)
+	}
+	if w := serve(after, request("POST", "/p", "k2", `{"amount":1,"trace":"a"}`)); w.Code != http.StatusCreated {
+		t.Fatalf("new key under v2: %d", w.Code)
+	}
+	if w := serve(after, request("POST", "/p", "k2", `{"amount":1,"trace":"b"}`)); w.Code != http.StatusCreated ||
+		w.Header().Get(idemhttp.ReplayedHeader) != "true" {
+		t.Fatalf("v2 retry with another trace: %d, want a replay", w.Code)
+	}
+	if n := c.runs.Load(); n != 2 {
+		t.Fatalf("handler ran %d times, want 2", n)
+	}
+}

@@ -18,6 +18,7 @@ const (
 	exitInconclusive = checker.ExitInconclusive
 	exitThreshold    = checker.ExitThreshold
 	exitEnvironment  = checker.ExitEnvironment
+	exitDeviation    = checker.ExitDeviation
 	exitInterrupted  = checker.ExitInterrupted
 )
 
@@ -80,9 +81,10 @@ func verdictError(v checker.Verdict) error {
 
 // exitRank orders exit codes from best to worst: a safety violation is the
 // worst news, then a configuration that could not run, an unreachable
-// backend, an inconclusive check and a missed threshold; an interrupt
+// backend, a protocol deviation, an inconclusive check and a missed
+// threshold; an interrupt
 // outranks them all (the user stopped the command).
-var exitRank = []int{exitOK, exitThreshold, exitInconclusive, exitEnvironment, exitUsage, exitViolation, exitInterrupted}
+var exitRank = []int{exitOK, exitThreshold, exitInconclusive, exitDeviation, exitEnvironment, exitUsage, exitViolation, exitInterrupted}
 
 // worseExit returns the worse of two exit codes.
 func worseExit(a, b int) int {

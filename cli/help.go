@@ -87,11 +87,12 @@ var exitMeanings = map[int]string{
 	exitInconclusive: "inconclusive (the check ran out of time)",
 	exitThreshold:    "threshold missed",
 	exitEnvironment:  "environment error (a backend, broker or service unreachable, or dead during the run by no planned fault)",
+	exitDeviation:    "protocol deviation (idembench http: a MUST of the declared protocol broken, no safety violation; exit 1 under --strict)",
 	exitInterrupted:  "interrupted (SIGINT or SIGTERM: ends within 2 s and says what was written)",
 }
 
 // exitCodesHelp lists every exit code idembench returns.
-var exitCodesHelp = exitHelp(exitOK, exitViolation, exitUsage, exitInconclusive, exitThreshold, exitEnvironment, exitInterrupted)
+var exitCodesHelp = exitHelp(exitOK, exitViolation, exitUsage, exitInconclusive, exitThreshold, exitEnvironment, exitDeviation, exitInterrupted)
 
 // exitHelp returns the "Exit codes:" paragraph of a command's --help,
 // listing the given codes (those the command can return) with their

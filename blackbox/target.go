@@ -190,7 +190,6 @@ func (s *Statuses) validate(success []int) error {
 	return nil
 }
 
-
 // Oracle kinds, strongest first.
 const (
 	// OracleDownstream runs a mock downstream on loopback; the service

@@ -40,7 +40,7 @@ func (r *runner) finish(h *history.History, out *Outcome) (Outcome, error) {
 	}
 	rep := checker.Check(h, co)
 	explainI4(h, &rep)
-	mergeProbes(&rep, out.Conformance)
+	mergeProbes(&rep, out.Conformance, spec.Strict)
 	out.Classes = failedClasses(&rep, out.Conformance)
 	out.Verdict = verdictOf(&rep, out.Classes, spec.Strict)
 	rep.Verdict = out.Verdict
@@ -108,6 +108,8 @@ func invariantClass(inv checker.Invariant) string {
 		return ClassDoubleExecution
 	case checker.I3ReplayConsistency:
 		return ClassBrokenReplay
+	case ProtocolCheck:
+		return ClassDeviation
 	}
 	return ClassInvariant
 }
@@ -135,10 +137,16 @@ func failedClasses(rep *checker.Report, probes []ProbeResult) []string {
 	return out
 }
 
+// ProtocolCheck is the row of summary.json's invariants that counts, under
+// Spec.Strict, the protocol deviations that failed the run.
+const ProtocolCheck checker.Invariant = "protocol"
+
 // mergeProbes adds the probes that found a double execution or a broken
-// replay to rep as violations of I1 and I3 on the probe's key, so that
-// every count (console, summary.json, --json, report.md) includes them.
-func mergeProbes(rep *checker.Report, probes []ProbeResult) {
+// replay to rep as violations of I1 and I3 on the probe's key, and under
+// strict the protocol deviations as violations of ProtocolCheck, so that
+// every count (console, summary.json, --json, report.md) includes what
+// fails the run with exit 1.
+func mergeProbes(rep *checker.Report, probes []ProbeResult, strict bool) {
 	rep.Violations = slices.Clone(rep.Violations)
 	rep.Invariants = slices.Clone(rep.Invariants)
 	for _, p := range probes {
@@ -146,11 +154,16 @@ func mergeProbes(rep *checker.Report, probes []ProbeResult) {
 			continue
 		}
 		var inv checker.Invariant
-		switch p.Class {
-		case ClassDoubleExecution:
+		switch {
+		case p.Class == ClassDoubleExecution:
 			inv = checker.I1AtMostOnce
-		case ClassBrokenReplay:
+		case p.Class == ClassBrokenReplay:
 			inv = checker.I3ReplayConsistency
+		case p.Class == ClassDeviation && strict:
+			inv = ProtocolCheck
+			if !slices.ContainsFunc(rep.Invariants, func(ir checker.InvariantResult) bool { return ir.Invariant == inv }) {
+				rep.Invariants = append(rep.Invariants, checker.InvariantResult{Invariant: inv})
+			}
 		default:
 			continue
 		}

@@ -67,9 +67,9 @@ func (r *runner) finish(h *history.History, out *Outcome) (Outcome, error) {
 	deviations := probesOf(out.Conformance, ClassDeviation)
 	switch {
 	case out.Verdict == checker.VerdictViolation:
-		return *out, fmt.Errorf("%w: %s", ErrViolation, Headline(out))
+		return *out, fmt.Errorf("%w: %s", ErrViolation, failedLine(out))
 	case len(deviations) > 0:
-		return *out, fmt.Errorf("%w: %s", ErrDeviation, Headline(out))
+		return *out, fmt.Errorf("%w: %s", ErrDeviation, failedLine(out))
 	case out.Check.Verdict == checker.VerdictInconclusive:
 		return *out, fmt.Errorf("%w: %s", ErrInconclusive, strings.Join(out.Check.Notes, "; "))
 	case len(out.Misses) > 0:
@@ -187,6 +187,16 @@ func probesOf(rs []ProbeResult, class string) []string {
 		}
 	}
 	return ids
+}
+
+// failedLine is Headline without the verdict: what failed.
+func failedLine(out *Outcome) string {
+	return strings.TrimPrefix(Headline(out), string(out.Verdict)+": ")
+}
+
+// headlineIcons mark report.md's first line, as package reports does.
+var headlineIcons = map[checker.Verdict]string{
+	checker.VerdictOK: "✅", checker.VerdictViolation: "❌", checker.VerdictInconclusive: "⚠️", VerdictDeviation: "❗",
 }
 
 // Headline says, in one line, the verdict and which class failed: "violation:
@@ -324,8 +334,8 @@ func appendSection(dir string, out *Outcome) error {
 	if out.Verdict != "" {
 		// The first line is reports' "## ICON idembench run: VERDICT".
 		first, rest, _ := strings.Cut(text, "\n")
-		if i := strings.Index(first, "idembench run: "); i >= 0 {
-			first = first[:i] + "idembench run: " + Headline(out)
+		if strings.Contains(first, "idembench run: ") {
+			first = "## " + headlineIcons[out.Verdict] + " idembench run: " + Headline(out)
 		}
 		text = first + "\n" + rest
 	}

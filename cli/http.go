@@ -352,11 +352,14 @@ func printHTTP(w io.Writer, o *blackbox.Outcome) {
 		}
 		fmt.Fprintf(w, "conformance (%s, profile %s; ids for conformance.deviations and levels):\n", blackbox.Draft, profile)
 		for _, p := range o.Conformance {
-			status := p.Status
+			obs := p.Observed
 			if p.Level != "" {
-				status += " " + p.Level
+				obs = "[" + p.Level + ", " + p.Class + "] " + obs
 			}
-			fmt.Fprintf(w, "  %-12s %-20s %-5s %s\n", status, p.ID, strings.TrimPrefix(p.Section, blackbox.Draft+" "), p.Observed)
+			if p.Reason != "" {
+				obs += " (declared: " + p.Reason + ")"
+			}
+			fmt.Fprintf(w, "  %-9s %-20s %-5s %s\n", p.Status, p.ID, strings.TrimPrefix(p.Section, blackbox.Draft+" "), obs)
 		}
 	}
 	if o.Dir != "" {

@@ -310,7 +310,8 @@ func (p *prober) concurrent(ctx context.Context) finding {
 		}
 	}
 	f.spreadMs = worst
-	f.observed = fmt.Sprintf("%d rounds of %d copies, each within %.3f ms: one execution each (last round: %s)", judged, racers, worst, f.observed)
+	_, last, _ := strings.Cut(f.observed, ": ")
+	f.observed = fmt.Sprintf("%d rounds of %d copies, each within %.3f ms: one execution each (last round: %s)", judged, racers, worst, last)
 	if loose > 0 {
 		f.observed += fmt.Sprintf("; %d round(s) whose copies left more than %s apart were sent again", loose, raceSpread)
 	}

@@ -147,7 +147,7 @@ func info(id, profile string) probeInfo {
 	case ProbeConcurrent:
 		return probeInfo{"concurrent duplicate (racing copies)", "§2.7", "one execution [MUST]; the others 409 [SHOULD] with Retry-After [MAY], or a wait then the same answer"}
 	case ProbeReplay:
-		return probeInfo{"replay of a completed request", "§2.6", "same status, byte-identical body [MUST]; the declared replay marker [SHOULD]"}
+		return probeInfo{"replay of a completed request", "§2.6", "same status, byte-identical body [MUST]; the same Location, ETag and Content-Type, the declared replay marker [SHOULD]"}
 	case ProbeErrorStored:
 		switch profile {
 		case ProfileStripe:
@@ -454,6 +454,8 @@ func (p *prober) replay(ctx context.Context) finding {
 		return brokenReplay("the retry got " + p.describe(a2) + fmt.Sprintf(", the first %d", a1.status))
 	case !bytes.Equal(a1.body, a2.body):
 		return brokenReplay("the retry's body differs from the first answer's")
+	case len(headerDiffs(a1.header, a2.header)) > 0:
+		return broke(LevelShould, "byte-identical body, but "+strings.Join(headerDiffs(a1.header, a2.header), "; "))
 	case op.replayName == "":
 		return passed("byte-identical (no replay marker declared)")
 	case !op.isReplay(a2.header):
@@ -462,6 +464,22 @@ func (p *prober) replay(ctx context.Context) finding {
 		return broke(LevelShould, "the first answer already carries the replay marker")
 	}
 	return passed("byte-identical, with the replay marker")
+}
+
+// replayHeaders are the headers a replay must repeat byte for byte.
+var replayHeaders = []string{"Location", "Etag", "Content-Type"}
+
+// headerDiffs says which of replayHeaders differ between a first answer
+// and its replay.
+func headerDiffs(first, replay http.Header) []string {
+	var out []string
+	for _, h := range replayHeaders {
+		a, b := strings.Join(first.Values(h), ", "), strings.Join(replay.Values(h), ", ")
+		if a != b {
+			out = append(out, fmt.Sprintf("%s %q on the replay, %q first", http.CanonicalHeaderKey(h), b, a))
+		}
+	}
+	return out
 }
 
 func (p *prober) errorStored(ctx context.Context) finding {

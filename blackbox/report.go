@@ -59,7 +59,11 @@ func (r *runner) finish(h *history.History, out *Outcome) (Outcome, error) {
 	if spec.Thresholds != nil {
 		out.Misses = spec.Thresholds.Check(out.Summary)
 	}
+	out.Card = buildCard(r.t, spec, out)
 	if spec.Dir != "" {
+		if err := writeCard(spec.Dir, out.Card); err != nil {
+			return *out, envf("write the run directory: %v", err)
+		}
 		if err := writeConformance(spec.Dir, out); err != nil {
 			return *out, envf("write the run directory: %v", err)
 		}
@@ -316,6 +320,11 @@ func AppendReportSection(dir string) (bool, error) {
 	}
 	out := &Outcome{Oracle: doc.Oracle, OracleLimits: doc.OracleLimits, Profile: doc.Profile, Conformance: doc.Probes, Notes: doc.Notes,
 		Verdict: doc.Verdict, Classes: doc.Classes}
+	card, err := readCardIn(dir)
+	if err != nil {
+		return false, err
+	}
+	out.Card = card
 	return true, appendSection(dir, out)
 }
 
@@ -325,6 +334,10 @@ func AppendReportSection(dir string) (bool, error) {
 func appendSection(dir string, out *Outcome) error {
 	var md strings.Builder
 	WriteConformance(&md, out)
+	if out.Card != nil {
+		md.WriteString("\n")
+		WriteCardMarkdown(&md, out.Card)
+	}
 	p := filepath.Join(dir, reports.MarkdownFile)
 	page, err := os.ReadFile(p)
 	if err != nil {
@@ -345,6 +358,9 @@ func appendSection(dir string, out *Outcome) error {
 	var html strings.Builder
 	html.WriteString("<section><h2>Black-box target</h2>\n")
 	writeConformanceHTML(&html, out)
+	if out.Card != nil {
+		writeCardHTML(&html, out.Card)
+	}
 	html.WriteString("</section>\n")
 	p = filepath.Join(dir, reports.HTMLFile)
 	if page, err = os.ReadFile(p); err != nil {

@@ -106,6 +106,9 @@ type Outcome struct {
 	History *history.History
 	// Summary holds the run's figures.
 	Summary *reports.Summary
+	// Card is the run's report card (ReportCardFile); nil when the run
+	// was not checked.
+	Card *Card
 	// Misses lists the thresholds missed.
 	Misses []reports.Miss
 	// Notes are remarks for the reader (effects outside the run's keys,

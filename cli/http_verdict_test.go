@@ -136,3 +136,60 @@ func TestHTTPRetryFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPReportCard: a run writes report-card.json (one row per property,
+// pass, fail or not tested, with evidence) and its section in report.md;
+// `idembench compare` puts two cards side by side.
+func TestHTTPReportCard(t *testing.T) {
+	_, good := newIdemToy(t, false)
+	_, bad := newIdemToy(t, true)
+	var cards []string
+	for _, url := range []string{good.URL, bad.URL} {
+		out := filepath.Join(t.TempDir(), "run")
+		target := toyTargetFile(t, url, "conformance: {isolation_path: /other}\n")
+		r := runCLI(t, "http", target, "--seed", "1", "--duration", "300ms", "--clients", "2", "--out", out)
+		if r.code == exitUsage || r.code == exitEnvironment {
+			t.Fatalf("exit %d\n%s", r.code, r.err)
+		}
+		card := filepath.Join(out, "report-card.json")
+		b, err := os.ReadFile(card)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			Rows []struct{ ID, Status, Evidence string } `json:"rows"`
+		}
+		if err := json.Unmarshal(b, &c); err != nil || len(c.Rows) != 10 {
+			t.Fatalf("report-card.json: %v, %d rows", err, len(c.Rows))
+		}
+		status := map[string]string{}
+		for _, row := range c.Rows {
+			status[row.ID] = row.Status
+			if row.Evidence == "" {
+				t.Errorf("row %s has no evidence", row.ID)
+			}
+		}
+		// The correct toy shares keys across paths; the double one
+		// executes every request, racing copies and other paths alike.
+		wantClaim, wantScope := "pass", "fail"
+		if url == bad.URL {
+			wantClaim, wantScope = "fail", "pass"
+		}
+		if status["atomic-claim"] != wantClaim || status["key-scoping"] != wantScope || status["kill-restart"] != "not-tested" {
+			t.Errorf("%s: card %v", url, status)
+		}
+		md, _ := os.ReadFile(filepath.Join(out, reports.MarkdownFile))
+		if !strings.Contains(string(md), "### Report card") {
+			t.Errorf("report.md has no report card section")
+		}
+		cards = append(cards, card)
+	}
+	r := runCLI(t, append([]string{"compare"}, cards...)...)
+	if r.code != exitOK || !strings.Contains(r.stdout, "| atomic claim under racing duplicates | pass: ") ||
+		!strings.Contains(r.stdout, "| fail: concurrent-duplicate") {
+		t.Errorf("compare of two cards: exit %d\n%s%s", r.code, r.stdout, r.err)
+	}
+	if r := runCLI(t, "compare", cards[0]); r.code != exitUsage {
+		t.Errorf("compare of one card: exit %d, want 2", r.code)
+	}
+}

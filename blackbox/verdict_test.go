@@ -16,7 +16,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 	"github.com/idembench/idembench/workload"
 )
@@ -283,5 +285,24 @@ func TestStartRelativeToTarget(t *testing.T) {
 	log, err := os.ReadFile(filepath.Join(runDir, ServiceLogFile))
 	if err != nil || !strings.Contains(string(log), "--- idembench: start 1") || !strings.Contains(string(log), "payments API on") {
 		t.Errorf("%s: %v\n%s", ServiceLogFile, err, log)
+	}
+}
+
+// TestCorrectServerCard: examples/httpserver on Redis, through dropped
+// replies, a pause and a kill with restart, gets a report card that is
+// all pass (records outlive the restart in Redis).
+func TestCorrectServerCard(t *testing.T) {
+	spec := correctSpec(exampleTarget(t, backendFlags(t, "redis")...), 11)
+	spec.Faults = []chaos.Fault{{Kind: history.FaultDropReplies}, {Kind: history.FaultPause}, {Kind: history.FaultKill}}
+	spec.Retry.MaxAttempts, spec.Retry.Backoff = 10, 50*time.Millisecond
+	spec.ProbeAfter = 2 * time.Second
+	out, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("%v (violations %+v)", err, out.Check.Violations[:min(3, len(out.Check.Violations))])
+	}
+	for _, r := range out.Card.Rows {
+		if r.Status != CardPass {
+			t.Errorf("%s: %s (%s)", r.ID, r.Status, r.Evidence)
+		}
 	}
 }

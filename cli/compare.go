@@ -359,7 +359,6 @@ Examples:
     idembench compare --sinks fenced,plain --scenario gc-pause --duration 2s   # plain is caught: exit 1
     idembench compare base/run out/run          # two saved runs side by side
     idembench compare lib-a/report-card.json lib-b/report-card.json   # two http report cards
-    idembench compare --json --backends memory,redis | jq '.runs[] | {label, p99_ms}'
 
 ` + exitCodesHelp + `
 The code is the worst of the runs: 1 if any run has a safety violation,

@@ -130,7 +130,10 @@ request (a 4xx other than 408, 409 and 429: fix the target's method, path,
 headers or body), else 5 (a 5xx, 408, 409 or 429, or no answer at all: the
 service does not work).
 A service started by the target that exits during the run without a
-kill fault also exits 5, naming it. SIGINT or SIGTERM exits 130 within
+kill fault also exits 5, naming it. A double execution or a broken replay
+exits 1; a protocol deviation (a MUST of the draft or of the target's
+profile, and no safety violation) exits 6, or 1 under --strict; a failed
+SHOULD or MAY is a warning in the table. SIGINT or SIGTERM exits 130 within
 2 s, saving the history so far in the run directory.
 
 Examples:
@@ -140,7 +143,7 @@ Examples:
     idembench http target.yaml --start-arg=--flaw=check-then-act --no-save   # caught: exit 1
     idembench http target.yaml --json --no-save | jq .verdict
 
-` + exitCodesHelp
+` + allExitCodesHelp
 }
 
 // httpRunDir returns the run directory of --out and --no-save.

@@ -306,3 +306,117 @@ func TestCorrectServerCard(t *testing.T) {
 		}
 	}
 }
+
+// probeRow returns the row of probe id in out.
+func probeRow(out Outcome, id string) ProbeResult {
+	for _, p := range out.Conformance {
+		if p.ID == id {
+			return p
+		}
+	}
+	return ProbeResult{}
+}
+
+// TestProfiles: the error-policy probe grades the profile the target
+// claims: a stored 5xx passes under ietf and stripe and is a protocol
+// deviation under cache-2xx-only; a 5xx that is not stored passes under
+// ietf and cache-2xx-only and is a deviation under stripe.
+func TestProfiles(t *testing.T) {
+	cases := []struct {
+		flaw, profile string
+		want          string
+	}{
+		{"stored-5xx", ProfileIETF, ProbePass},
+		{"stored-5xx", ProfileStripe, ProbePass},
+		{"stored-5xx", ProfileCache2xx, ProbeFail},
+		{"", ProfileIETF, ProbePass},
+		{"", ProfileStripe, ProbeFail},
+		{"", ProfileCache2xx, ProbePass},
+	}
+	for _, tc := range cases {
+		t.Run(tc.flaw+"/"+tc.profile, func(t *testing.T) {
+			var tg *Target
+			if tc.flaw != "" {
+				tg = exampleTarget(t, "--flaw", tc.flaw)
+			} else {
+				tg = exampleTarget(t)
+			}
+			tg.Conformance.Profile = tc.profile
+			out, err := Run(context.Background(), Spec{Target: tg, Seed: 1, Duration: 100 * time.Millisecond, Clients: 2})
+			row := probeRow(out, ProbeErrorStored)
+			if row.Status != tc.want {
+				t.Fatalf("error-policy %+v, want %s", row, tc.want)
+			}
+			wantCode := checker.ExitPass
+			if tc.want == ProbeFail {
+				wantCode = checker.ExitDeviation
+				if row.Level != LevelMust || row.Class != ClassDeviation {
+					t.Errorf("row %+v, want a MUST protocol deviation", row)
+				}
+			}
+			if checker.ExitCode(err) != wantCode {
+				t.Errorf("err %v (exit %d), want exit %d", err, checker.ExitCode(err), wantCode)
+			}
+		})
+	}
+}
+
+// busyToy answers a duplicate that arrives while the first request runs
+// with 409 and no Retry-After, then replays.
+type busyToy struct {
+	mu      sync.Mutex
+	running map[string]bool
+	answers map[string][]byte
+	n       int
+}
+
+func (s *busyToy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	if r.Method != http.MethodPost || key == "" {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	if b, ok := s.answers[key]; ok {
+		s.mu.Unlock()
+		w.Header().Set("Idempotency-Replayed", "true")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(b)
+		return
+	}
+	if s.running[key] {
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusConflict) // no Retry-After
+		return
+	}
+	s.running[key] = true
+	s.n++
+	b := fmt.Appendf(nil, `{"id":"%s-%d"}`, key, s.n)
+	s.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	s.mu.Lock()
+	s.answers[key], s.running[key] = b, false
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusCreated)
+	w.Write(b)
+}
+
+// TestRetryAfterIsMay: a 409 without Retry-After is a MAY of the draft: a
+// warning that counts the executions first (one), never a failed run.
+func TestRetryAfterIsMay(t *testing.T) {
+	srv := httptest.NewServer(&busyToy{running: map[string]bool{}, answers: map[string][]byte{}})
+	defer srv.Close()
+	// The toy ignores bodies: declared, that is not what this test is about.
+	tg := bodyToyTarget(t, srv.URL, "conformance: {deviations: {different-body: the toy ignores bodies}}\n")
+	out, err := Run(context.Background(), Spec{Target: tg, Seed: 1, Duration: 100 * time.Millisecond, Clients: 2})
+	if err != nil {
+		t.Fatalf("err %v (conformance %+v)", err, out.Conformance)
+	}
+	row := probeRow(out, ProbeConcurrent)
+	if row.Status != ProbeWarn || row.Level != LevelMay || !strings.Contains(row.Observed, "1 executed") || !strings.Contains(row.Observed, "without Retry-After") {
+		t.Errorf("concurrent-duplicate %+v, want a MAY warning after counting one execution", row)
+	}
+	if out.Verdict != checker.VerdictOK || !strings.Contains(Headline(&out), "warning") {
+		t.Errorf("verdict %q, headline %q", out.Verdict, Headline(&out))
+	}
+}

@@ -289,7 +289,7 @@ const (
 	raceSpread = time.Millisecond
 	// raceHold delays the downstream's answer to a round's first
 	// execution, so that the other copies arrive while it runs.
-	raceHold = 50 * time.Millisecond
+	raceHold = 20 * time.Millisecond
 )
 
 func (p *prober) concurrent(ctx context.Context) finding {

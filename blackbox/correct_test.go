@@ -77,18 +77,21 @@ func TestCorrectServerPasses(t *testing.T) {
 }
 
 // TestCorrectServerSweep runs the correct server with every fault on
-// IDEM_BLACKBOX_SWEEP seeds: no violation and no inconclusive verdict.
+// IDEM_BLACKBOX_SWEEP seeds on each store: no violation, no deviation and
+// no inconclusive verdict.
 func TestCorrectServerSweep(t *testing.T) {
 	n := sweepSeeds(t)
-	bad := 0
-	for seed := range int64(n) {
-		out, err := Run(context.Background(), correctSpec(exampleTarget(t), seed+1))
-		if err != nil {
-			bad++
-			t.Errorf("seed %d: %v (violations %+v)", seed+1, err, out.Check.Violations[:min(2, len(out.Check.Violations))])
+	for _, backend := range []string{"memory", "redis", "postgres"} {
+		bad := 0
+		for seed := range int64(n) {
+			out, err := Run(context.Background(), correctSpec(exampleTarget(t, backendFlags(t, backend)...), seed+1))
+			if err != nil {
+				bad++
+				t.Errorf("%s seed %d: %v (violations %+v)", backend, seed+1, err, out.Check.Violations[:min(2, len(out.Check.Violations))])
+			}
 		}
+		t.Logf("correct server on %s: %d of %d seeds passed with faults", backend, n-bad, n)
 	}
-	t.Logf("correct server: %d of %d seeds passed with faults", n-bad, n)
 }
 
 // TestKillRestart kills the service mid-run and restarts it: the example

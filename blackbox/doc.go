@@ -5,12 +5,19 @@
 // into the service's process, records what every client saw and every
 // effect that happened, and checks the history with package checker (no
 // double execution, replays that match, liveness). It also probes the
-// protocol (missing key, reused key, concurrent duplicate, replay, 5xx,
-// isolation) and reports each probe as a line of a conformance table that
-// cites the IETF httpapi Idempotency-Key draft (Draft).
+// protocol (missing key, reused key, racing copies released by a barrier,
+// replay, the error policy of the declared profile, isolation) and reports
+// each probe as a line of a conformance table that cites the IETF httpapi
+// Idempotency-Key draft (Draft), with the draft's weight: a failed MUST is
+// a protocol deviation (ErrDeviation, exit 6), a failed SHOULD or MAY a
+// warning, and a probe that finds a double execution or a broken replay
+// fails the run as the checker's violations do (ErrViolation, exit 1). The
+// run's verdict names the classes that failed (Headline), and its report
+// card (Card) grades ten properties pass, fail or not tested.
 //
 // Run(ctx, Spec) is the whole run; the CLI ("idembench http") only parses
-// flags into a Spec and maps the error to an exit code with ExitCode.
+// flags into a Spec and maps the error to an exit code with
+// checker.ExitCode.
 //
 // # The target
 //
@@ -46,11 +53,13 @@
 //
 // Each attempt becomes one history call: a success status is "executed",
 // or "replayed" when it carries the replay marker (without a marker, the
-// first success of a key to return is taken as its execution); 409 is
-// in_progress; 422 mismatch; 429 and unmarked 5xx are released (nothing
-// stored, the client retries); a 5xx with the replay marker is a stored
-// failure; 400 is an error; other statuses are stored failures; a
-// transport error after the request may have left is unknown (the client
+// first success of a key to return is taken as its execution, and a later
+// success with the same answer as a replay); the statuses the target
+// declares (Statuses; by default 409 in_progress, 422 mismatch, 400 an
+// error, 429 released) mean what it says; unmarked 5xx are released
+// (nothing stored, the client retries); a 5xx with the replay marker is a
+// stored failure; any other status is undeclared: an unknown outcome, never
+// judged, and noted in the report; a transport error after the request may have left is unknown (the client
 // retries), one before it left (connection refused) is an error. The
 // response digest is the status and the body, so a replay that differs in
 // one byte breaks I3. The transport's own silent retry of requests that

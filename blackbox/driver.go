@@ -82,9 +82,9 @@ func (t *httpTarget) send(ctx context.Context, r *request, key string, timeout t
 	a := send(actx, t.client, t.base, r, t.op.KeyHeader, key, nil, "", buf)
 	ret := t.now()
 	cancel()
-	out, final := t.op.classify(&a)
+	out, final, declared := t.op.classify(&a)
 	if !out.Success() {
-		t.tally.add(&a)
+		t.tally.add(&a, declared)
 	}
 	op := history.Op{FP: r.fp, Call: call, Return: ret, Outcome: out}
 	if out.HasResponse() {
@@ -92,6 +92,8 @@ func (t *httpTarget) send(ctx context.Context, r *request, key string, timeout t
 	}
 	if a.err != nil {
 		op.Err = a.err.Error()
+	} else if !declared {
+		op.Err = "HTTP " + strconv.Itoa(a.status) + ": a status the target does not declare"
 	} else if !out.Success() && out != history.Failed {
 		op.Err = "HTTP " + strconv.Itoa(a.status)
 	}

@@ -9,7 +9,7 @@ import (
 
 // Sentinel errors of Run, one per exit class. Every error Run returns
 // wraps exactly one of ErrUsage, ErrEnvironment, ErrViolation,
-// ErrInconclusive or ErrThreshold (ErrConformance, ErrOracle,
+// ErrDeviation, ErrInconclusive or ErrThreshold (ErrOracle,
 // ErrServiceExited and ErrNoSuccess come with one of those too), each of
 // them of one of checker's classes: checker.ExitCode maps them to the exit
 // codes of every idembench command.
@@ -44,9 +44,12 @@ var (
 	// ErrViolation means the checker found a double execution or another
 	// invariant broken (exit 1). Outcome.Check has the details.
 	ErrViolation = checker.Classed("blackbox: violation", checker.ErrViolation)
-	// ErrConformance means a conformance probe failed and the target did
-	// not declare the deviation. It wraps ErrViolation (exit 1).
-	ErrConformance = fmt.Errorf("%w: conformance", ErrViolation)
+	// ErrDeviation means no safety check failed but a conformance probe
+	// found a MUST of the draft or of the declared profile broken, and the
+	// target did not declare the deviation (exit 6; under Spec.Strict the
+	// run fails with ErrViolation instead). Outcome.Conformance has the
+	// rows.
+	ErrDeviation = checker.Classed("blackbox: protocol deviation", checker.ErrDeviation)
 	// ErrInconclusive means no violation was found but the check could not
 	// prove the history correct (checker timeout, no calls) (exit 3).
 	ErrInconclusive = checker.Classed("blackbox: inconclusive", checker.ErrInconclusive)

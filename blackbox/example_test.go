@@ -101,6 +101,6 @@ operation:
 	// different-body pass
 	// concurrent-duplicate pass
 	// replay pass
-	// 5xx-not-stored skipped
+	// error-policy skipped
 	// isolation skipped
 }

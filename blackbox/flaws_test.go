@@ -2,7 +2,6 @@ package blackbox
 
 import (
 	"context"
-	"errors"
 	"os"
 	"slices"
 	"strconv"
@@ -15,19 +14,22 @@ import (
 
 // flawCases are the known-bad designs of examples/httpserver and how each
 // must be caught: an invariant the checker must find violated, or a
-// conformance probe that must fail.
+// conformance probe that must fail, and the verdict class (and with it the
+// exit code) the run must report. The example's target claims the
+// cache-2xx-only profile, which a stored 5xx breaks.
 var flawCases = []struct {
 	flaw  string
 	inv   checker.Invariant
 	probe string
+	class string
 }{
-	{flaw: "check-then-act", inv: checker.I1AtMostOnce},
-	{flaw: "stored-5xx", probe: ProbeErrorStored},
-	{flaw: "unscoped-path", probe: ProbeIsolation},
-	{flaw: "body-blind-fingerprint", probe: ProbeMismatch},
-	{flaw: "fail-open", inv: checker.I1AtMostOnce},
-	{flaw: "rerender-replay", inv: checker.I3ReplayConsistency, probe: ProbeReplay},
-	{flaw: "effect-before-claim", inv: checker.I1AtMostOnce},
+	{flaw: "check-then-act", inv: checker.I1AtMostOnce, class: ClassDoubleExecution},
+	{flaw: "stored-5xx", probe: ProbeErrorStored, class: ClassDeviation},
+	{flaw: "unscoped-path", probe: ProbeIsolation, class: ClassDeviation},
+	{flaw: "body-blind-fingerprint", probe: ProbeMismatch, class: ClassDeviation},
+	{flaw: "fail-open", inv: checker.I1AtMostOnce, class: ClassDoubleExecution},
+	{flaw: "rerender-replay", inv: checker.I3ReplayConsistency, probe: ProbeReplay, class: ClassBrokenReplay},
+	{flaw: "effect-before-claim", inv: checker.I1AtMostOnce, class: ClassDoubleExecution},
 }
 
 // flawSpec is the workload that must catch every flaw: duplicates at
@@ -39,9 +41,20 @@ func flawSpec(tg *Target, seed int64, d time.Duration) Spec {
 	}
 }
 
-// caught reports whether the run found the flaw the way tc says.
-func caught(out Outcome, err error, inv checker.Invariant, probe string) bool {
-	if !errors.Is(err, ErrViolation) {
+// caught reports whether the run found the flaw the way tc says: with
+// class among the failed classes, the exit code of the most serious class
+// that failed (the workload may find more than the probe: a body-blind
+// fingerprint also breaks I4 when a mismatching copy is replayed), and the
+// invariant or the probe.
+func caught(out Outcome, err error, inv checker.Invariant, probe, class string) bool {
+	if !slices.Contains(out.Classes, class) {
+		return false
+	}
+	want := checker.ExitViolation
+	if out.Classes[0] == ClassDeviation {
+		want = checker.ExitDeviation
+	}
+	if checker.ExitCode(err) != want {
 		return false
 	}
 	if inv != "" && slices.Contains(out.Check.Violated(), inv) {
@@ -66,11 +79,9 @@ func TestFlawsCaught(t *testing.T) {
 				tg.Conformance.Skip = true // the workload must find it
 			}
 			out, err := Run(context.Background(), flawSpec(tg, 1, d))
-			if !caught(out, err, tc.inv, tc.probe) {
-				t.Fatalf("flaw %s not caught: err %v, violated %v, conformance %+v", tc.flaw, err, out.Check.Violated(), out.Conformance)
-			}
-			if checker.ExitCode(err) != checker.ExitViolation {
-				t.Errorf("exit code %d, want %d", checker.ExitCode(err), checker.ExitViolation)
+			if !caught(out, err, tc.inv, tc.probe, tc.class) {
+				t.Fatalf("flaw %s not caught as %s: err %v (exit %d), classes %v, violated %v, conformance %+v",
+					tc.flaw, tc.class, err, checker.ExitCode(err), out.Classes, out.Check.Violated(), out.Conformance)
 			}
 		})
 	}
@@ -94,7 +105,7 @@ func TestFlawSweep(t *testing.T) {
 		hits := 0
 		for seed := range int64(n) {
 			out, err := Run(context.Background(), flawSpec(exampleTarget(t, "--flaw", tc.flaw), seed+1, 600*time.Millisecond))
-			if caught(out, err, tc.inv, tc.probe) {
+			if caught(out, err, tc.inv, tc.probe, tc.class) {
 				hits++
 			}
 		}

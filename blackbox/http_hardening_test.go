@@ -285,7 +285,7 @@ func TestNoSuccessClass(t *testing.T) {
 				if s == 0 {
 					a.err = errors.New("context deadline exceeded")
 				}
-				tl.add(&a)
+				tl.add(&a, true)
 			}
 			err := tl.noSuccess("http://127.0.0.1:1")
 			if !errors.Is(err, ErrNoSuccess) || checker.ExitCode(err) != tc.want {

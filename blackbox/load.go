@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 
 	"gopkg.in/yaml.v3"
 
@@ -40,6 +41,13 @@ type operationYAML struct {
 	ReplayHeader string            `yaml:"replay_header"`
 	AmountMin    int64             `yaml:"amount_min"`
 	AmountMax    int64             `yaml:"amount_max"`
+
+	MismatchStatus   []int `yaml:"mismatch_status"`
+	InProgressStatus []int `yaml:"in_progress_status"`
+	ConflictStatus   []int `yaml:"conflict_status"`
+	MissingKeyStatus []int `yaml:"missing_key_status"`
+	RetryStatus      []int `yaml:"retry_status"`
+	FailedStatus     []int `yaml:"failed_status"`
 }
 
 type oracleYAML struct {
@@ -56,13 +64,17 @@ type conformanceYAML struct {
 	IsolationPath    string            `yaml:"isolation_path"`
 	IsolationHeaders map[string]string `yaml:"isolation_headers"`
 	Deviations       map[string]string `yaml:"deviations"`
+	Profile          string            `yaml:"profile"`
+	Levels           map[string]string `yaml:"levels"`
 }
 
 // duration is a YAML duration: "250ms", "2s" or 0, never negative.
 type duration = yamldur.Duration
 
 // LoadTarget reads and validates the target file at path (see
-// ParseTarget). A file that cannot be read, or is larger than
+// ParseTarget) and resolves start.dir against the file's directory: an
+// empty dir is that directory, a relative one is taken from it, and a
+// relative command path (./server) is found from dir. A file that cannot be read, or is larger than
 // MaxTargetFileSize, is an ErrUsage error too: the command line named it.
 func LoadTarget(path string) (*Target, error) {
 	f, err := os.Open(path)
@@ -73,7 +85,28 @@ func LoadTarget(path string) (*Target, error) {
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxTargetFileSize {
 		return nil, usagef("%s: %d bytes, larger than the limit of %d bytes (1 MiB) of a target file", path, st.Size(), MaxTargetFileSize)
 	}
-	return ParseTarget(f, path)
+	t, err := ParseTarget(f, path)
+	if err != nil {
+		return nil, err
+	}
+	if t.Start != nil {
+		t.Start.Dir = resolveDir(path, t.Start.Dir)
+	}
+	return t, nil
+}
+
+// resolveDir returns the start directory of the target file at path: dir
+// relative to the file's directory (the file's directory when dir is
+// empty), so that a target runs the same from anywhere.
+func resolveDir(path, dir string) string {
+	if filepath.IsAbs(dir) {
+		return dir
+	}
+	base := filepath.Dir(path)
+	if abs, err := filepath.Abs(base); err == nil {
+		base = abs
+	}
+	return filepath.Join(base, dir)
 }
 
 // ParseTarget reads one target from strict YAML and validates it; source
@@ -132,6 +165,10 @@ func (f *targetFile) target(source string) *Target {
 			Method: o.Method, Path: o.Path, Headers: o.Headers, Body: o.Body,
 			KeyHeader: o.KeyHeader, Success: o.Success, ResourceID: o.ResourceID,
 			ReplayHeader: o.ReplayHeader, AmountMin: o.AmountMin, AmountMax: o.AmountMax,
+			Statuses: Statuses{
+				Mismatch: o.MismatchStatus, InProgress: o.InProgressStatus, Conflict: o.ConflictStatus,
+				MissingKey: o.MissingKeyStatus, Retry: o.RetryStatus, Failed: o.FailedStatus,
+			},
 		},
 		Oracle: Oracle{
 			Kind: f.Oracle.Kind, KeyHeader: f.Oracle.KeyHeader, Latency: f.Oracle.Latency.D,
@@ -140,6 +177,7 @@ func (f *targetFile) target(source string) *Target {
 		Conformance: Conformance{
 			Skip: f.Conformance.Skip, IsolationPath: f.Conformance.IsolationPath,
 			IsolationHeaders: f.Conformance.IsolationHeaders, Deviations: f.Conformance.Deviations,
+			Profile: f.Conformance.Profile, Levels: f.Conformance.Levels,
 		},
 		Source: source,
 	}

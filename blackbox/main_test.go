@@ -60,6 +60,7 @@ oracle:
   latency: 2ms
 conformance:
   isolation_path: /transfers
+  profile: cache-2xx-only
 `
 
 // exampleTarget returns the target of examples/httpserver started with

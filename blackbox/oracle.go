@@ -195,8 +195,10 @@ func firstCalls(ops []history.Op) map[string]int64 {
 }
 
 // markExecutions is for targets without a replay marker: every success was
-// recorded as Executed; the first to return per key stays Executed, the
-// others become Replayed.
+// recorded as Executed; the first to return per key stays Executed, and a
+// later success with the same response becomes Replayed. A later success
+// with another response stays Executed: without a marker nothing says it
+// is a replay, and a second answer that differs is a second execution.
 func markExecutions(ops []history.Op) {
 	first := map[string]int{}
 	for i := range ops {
@@ -204,15 +206,16 @@ func markExecutions(ops []history.Op) {
 		if op.Kind != history.KindCall || op.Outcome != history.Executed {
 			continue
 		}
-		j, ok := first[op.Key]
-		if !ok {
+		if j, ok := first[op.Key]; !ok || op.Return < ops[j].Return {
 			first[op.Key] = i
+		}
+	}
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind != history.KindCall || op.Outcome != history.Executed {
 			continue
 		}
-		if op.Return < ops[j].Return {
-			ops[j].Outcome = history.Replayed
-			first[op.Key] = i
-		} else {
+		if j := first[op.Key]; j != i && op.Resp == ops[j].Resp {
 			op.Outcome = history.Replayed
 		}
 	}

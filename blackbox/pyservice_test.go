@@ -15,7 +15,8 @@ import (
 )
 
 // pyTarget loads examples/pyservice/target.yaml, with extra arguments
-// appended to its command; it runs from the repository root.
+// appended to its command; its command runs in the target file's
+// directory, whatever the test's.
 func pyTarget(t *testing.T, extra ...string) *Target {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -25,7 +26,6 @@ func pyTarget(t *testing.T, extra ...string) *Target {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg.Start.Dir = ".."
 	tg.Start.Command = append(tg.Start.Command, extra...)
 	return tg
 }

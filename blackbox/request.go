@@ -173,35 +173,33 @@ func digest(status int, body []byte) string {
 }
 
 // classify maps an answer to a history outcome and says whether it is a
-// final answer (no retry).
-func (o *Operation) classify(a *answer) (out history.Outcome, final bool) {
+// final answer (no retry) and whether the target declares its status. An
+// undeclared status is an Unknown outcome (it may or may not have
+// executed) and final: what it means is not guessed.
+func (o *Operation) classify(a *answer) (out history.Outcome, final, declared bool) {
 	if a.err != nil {
 		if !a.sent {
-			return history.Error, false
+			return history.Error, false, true
 		}
-		return history.Unknown, false
+		return history.Unknown, false, true
 	}
 	replay := o.isReplay(a.header)
-	switch {
-	case slices.Contains(o.Success, a.status):
+	if slices.Contains(o.Success, a.status) {
 		if replay {
-			return history.Replayed, true
+			return history.Replayed, true, true
 		}
-		return history.Executed, true
-	case a.status == http.StatusConflict:
-		return history.InProgress, false
-	case a.status == http.StatusUnprocessableEntity:
-		return history.Mismatch, true
-	case a.status == http.StatusTooManyRequests:
-		return history.Released, false
-	case a.status >= 500 && replay:
-		return history.Failed, true // a stored 5xx, replayed
-	case a.status >= 500:
-		return history.Released, false
-	case a.status == http.StatusBadRequest:
-		return history.Error, true
+		return history.Executed, true, true
 	}
-	return history.Failed, true
+	if out, final, ok := o.Statuses.meaning(a.status); ok {
+		return out, final, true
+	}
+	switch {
+	case a.status >= 500 && replay:
+		return history.Failed, true, true // a stored 5xx, replayed
+	case a.status >= 500:
+		return history.Released, false, true
+	}
+	return history.Unknown, true, false
 }
 
 // isReplay reports whether h carries the replay marker.

@@ -11,7 +11,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
-	tg, err := ParseTarget(strings.NewReader("name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p, success: [201], replay_header: 'Idempotency-Replayed: true'}\n"), "t.yaml")
+	tg, err := ParseTarget(strings.NewReader("name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p, success: [201], replay_header: 'Idempotency-Replayed: true', mismatch_status: [417], failed_status: [402]}\n"), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,26 +23,32 @@ func TestClassify(t *testing.T) {
 		a     answer
 		out   history.Outcome
 		final bool
+		// undeclared: the target says nothing about the status.
+		undeclared bool
 	}{
-		{"success", answer{status: 201}, history.Executed, true},
-		{"success replayed", answer{status: 201, header: replayed}, history.Replayed, true},
-		{"other marker value", answer{status: 201, header: http.Header{"Idempotency-Replayed": {"false"}}}, history.Executed, true},
-		{"2xx not declared", answer{status: 200}, history.Failed, true},
-		{"conflict", answer{status: 409}, history.InProgress, false},
-		{"mismatch", answer{status: 422}, history.Mismatch, true},
-		{"too many requests", answer{status: 429}, history.Released, false},
-		{"5xx", answer{status: 503}, history.Released, false},
-		{"stored 5xx", answer{status: 502, header: replayed}, history.Failed, true},
-		{"bad request", answer{status: 400}, history.Error, true},
-		{"stored 4xx", answer{status: 402}, history.Failed, true},
-		{"timeout after sending", answer{err: errors.New("deadline"), sent: true}, history.Unknown, false},
-		{"refused", answer{err: dial, sent: isDialErrorSent(dial)}, history.Error, false},
+		{"success", answer{status: 201}, history.Executed, true, false},
+		{"success replayed", answer{status: 201, header: replayed}, history.Replayed, true, false},
+		{"other marker value", answer{status: 201, header: http.Header{"Idempotency-Replayed": {"false"}}}, history.Executed, true, false},
+		{"2xx not declared", answer{status: 200}, history.Unknown, true, true},
+		{"conflict", answer{status: 409}, history.InProgress, false, false},
+		{"declared mismatch", answer{status: 417}, history.Mismatch, true, false},
+		// 422 is the default mismatch status; a target that declares
+		// another has not declared 422.
+		{"422 not declared", answer{status: 422}, history.Unknown, true, true},
+		{"too many requests", answer{status: 429}, history.Released, false, false},
+		{"5xx", answer{status: 503}, history.Released, false, false},
+		{"stored 5xx", answer{status: 502, header: replayed}, history.Failed, true, false},
+		{"bad request", answer{status: 400}, history.Error, true, false},
+		{"declared stored 4xx", answer{status: 402}, history.Failed, true, false},
+		{"4xx not declared", answer{status: 404}, history.Unknown, true, true},
+		{"timeout after sending", answer{err: errors.New("deadline"), sent: true}, history.Unknown, false, false},
+		{"refused", answer{err: dial, sent: isDialErrorSent(dial)}, history.Error, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, final := op.classify(&tc.a)
-			if out != tc.out || final != tc.final {
-				t.Errorf("classify = %s, final %v; want %s, %v", out, final, tc.out, tc.final)
+			out, final, declared := op.classify(&tc.a)
+			if out != tc.out || final != tc.final || declared == tc.undeclared {
+				t.Errorf("classify = %s, final %v, declared %v; want %s, %v, %v", out, final, declared, tc.out, tc.final, !tc.undeclared)
 			}
 		})
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -71,23 +73,42 @@ type Spec struct {
 	// ReplayCommand is printed in the reports as the way to reproduce the
 	// run.
 	ReplayCommand string
+	// Strict fails a run with a protocol deviation (a failed MUST probe)
+	// as a violation (ErrViolation, exit 1) instead of ErrDeviation (exit
+	// 6).
+	Strict bool
 }
 
 // Outcome is the result of a run.
 type Outcome struct {
-	// Verdict is the checker's and the conformance probes' together: a
-	// failed probe makes it a violation.
+	// Verdict is the run's one verdict, the checker's and the probes'
+	// together, as summary.json, --json and report.md give it: violation
+	// (a double execution, a broken replay or another invariant broken,
+	// or under Spec.Strict a protocol deviation), VerdictDeviation (only a
+	// MUST probe failed), inconclusive or ok. SHOULD and MAY failures are
+	// warnings in the conformance table and do not change it.
 	Verdict checker.Verdict
-	// Check is the checker's report on the history.
+	// Classes lists the verdict classes that failed, most serious first
+	// (ClassDoubleExecution, ClassBrokenReplay, ClassInvariant,
+	// ClassDeviation); Headline says them in one line.
+	Classes []string
+	// Check is the checker's report on the history, with the probes that
+	// found a double execution (I1) or a broken replay (I3) added as
+	// violations and the verdict set to Verdict.
 	Check checker.Report
 	// Conformance is the conformance table; empty when skipped.
 	Conformance []ProbeResult
 	// Oracle is the oracle kind used, OracleLimits what it cannot see.
 	Oracle, OracleLimits string
+	// Profile is the policy profile the conformance table grades against.
+	Profile string
 	// History is the recorded run.
 	History *history.History
 	// Summary holds the run's figures.
 	Summary *reports.Summary
+	// Card is the run's report card (ReportCardFile); nil when the run
+	// was not checked.
+	Card *Card
 	// Misses lists the thresholds missed.
 	Misses []reports.Miss
 	// Notes are remarks for the reader (effects outside the run's keys,
@@ -168,7 +189,7 @@ func (s *Spec) validate() error {
 // The error is nil on a pass. Otherwise it wraps one sentinel: ErrUsage
 // (nothing was started, or ErrNoSuccess: every answer refused the
 // request), ErrEnvironment (the run could not be carried out: ErrOracle,
-// ErrServiceExited, ErrNoSuccess), ErrViolation or ErrConformance,
+// ErrServiceExited, ErrNoSuccess), ErrViolation, ErrDeviation,
 // ErrInconclusive, ErrThreshold, in that order of precedence; Outcome is
 // filled in as far as the run got. A run whose ctx ends after the
 // conformance probes writes what it has to Spec.Dir, when set: the history
@@ -197,6 +218,7 @@ type runner struct {
 	svc       *service
 	proxy     *netfault.Proxy
 	transport *http.Transport
+	svcLog    *cappedFile // the run directory's ServiceLogFile
 }
 
 func (r *runner) close() {
@@ -211,6 +233,9 @@ func (r *runner) close() {
 	}
 	if r.ds != nil {
 		_ = r.ds.Close()
+	}
+	if r.svcLog != nil {
+		_ = r.svcLog.Close()
 	}
 }
 
@@ -235,6 +260,17 @@ func (r *runner) setup(ctx context.Context) (string, error) {
 		r.fields.Addr = addr
 		_, r.fields.Port, _ = net.SplitHostPort(addr)
 		r.svc = newService(t, &r.fields)
+		if dir := r.spec.Dir; dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return "", envf("write the run directory: %v", err)
+			}
+			f, err := os.Create(filepath.Join(dir, ServiceLogFile))
+			if err != nil {
+				return "", envf("write the run directory: %v", err)
+			}
+			r.svcLog = &cappedFile{f: f, max: MaxServiceLog}
+			r.svc.log = io.MultiWriter(r.svc.logBuf, r.svcLog)
+		}
 		if err := r.svc.run(ctx); err != nil {
 			return "", err
 		}
@@ -290,7 +326,7 @@ func reachable(ctx context.Context, base string) error {
 
 func (r *runner) run(ctx context.Context) (Outcome, error) {
 	spec, t := r.spec, r.t
-	out := Outcome{Oracle: t.Oracle.Kind, OracleLimits: oracleLimits[t.Oracle.Kind]}
+	out := Outcome{Oracle: t.Oracle.Kind, OracleLimits: oracleLimits[t.Oracle.Kind], Profile: t.Conformance.Profile}
 	base, err := r.setup(ctx)
 	if err != nil {
 		return out, err
@@ -356,6 +392,9 @@ func (r *runner) run(ctx context.Context) (Outcome, error) {
 	}
 	r.addFaults(h, fr)
 	out.History = h
+	if n := tg.tally.undeclaredNote(); n != "" {
+		out.Notes = append(out.Notes, n)
+	}
 	if nothingHappened(h) {
 		return out, tg.tally.noSuccess(base)
 	}

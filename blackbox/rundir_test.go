@@ -23,10 +23,20 @@ func checkRunDir(t *testing.T, dir string) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, reports.MarkdownFile))
-	for _, want := range []string{"## Black-box target", "Effects oracle: **downstream**", Draft, "| same key, different body | §2.7 | 422 | 422 | pass |"} {
+	for _, want := range []string{"## Black-box target", "Effects oracle: **downstream**", Draft, "profile cache-2xx-only",
+		"| same key, different body | `different-body` | §2.7 |", "| 422 | pass |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
+	}
+	if first, _, _ := strings.Cut(string(md), "\n"); !strings.HasSuffix(first, "idembench run: ok") {
+		t.Errorf("report.md's first line %q, want the verdict ok", first)
+	}
+	// The conformance table is a table in report.html, not Markdown in a
+	// <pre>.
+	page, _ := os.ReadFile(filepath.Join(dir, reports.HTMLFile))
+	if !strings.Contains(string(page), "<td><code>different-body</code></td>") || strings.Contains(string(page), "| probe |") {
+		t.Errorf("report.html does not render the conformance table as a table")
 	}
 	var c struct {
 		Probes []ProbeResult `json:"probes"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +29,10 @@ type service struct {
 	base   string // base URL
 	ready  string // readiness URL
 	logBuf *tailBuffer
+	// log receives the service's stdout and stderr: logBuf, and the run
+	// directory's ServiceLogFile when there is one.
+	log    io.Writer
+	starts int
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -57,6 +62,7 @@ func freeAddr() (string, error) {
 // not started.
 func newService(t *Target, f *Fields) *service {
 	s := &service{start: t.Start, addr: f.Addr, logBuf: newTailBuffer(4096), exited: make(chan struct{})}
+	s.log = s.logBuf
 	for _, a := range t.Start.Command {
 		s.argv = append(s.argv, expand(a, f))
 	}
@@ -81,8 +87,10 @@ func (s *service) run(ctx context.Context) error {
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Env = s.env
 	cmd.Dir = s.start.Dir
-	cmd.Stdout = s.logBuf
-	cmd.Stderr = s.logBuf
+	s.starts++
+	fmt.Fprintf(s.log, "--- idembench: start %d of %q at %s\n", s.starts, s.argv[0], time.Now().UTC().Format(time.RFC3339Nano))
+	cmd.Stdout = s.log
+	cmd.Stderr = s.log
 	cmd.SysProcAttr = sysProcAttr()
 	// Fork from a fresh goroutine: on Linux the parent-death signal is tied
 	// to the forking thread.
@@ -273,4 +281,46 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.TrimSpace(string(t.b))
+}
+
+// ServiceLogFile is the run directory's copy of the started service's
+// stdout and stderr, every start of it (a line "--- idembench: start N"
+// opens each), at most MaxServiceLog bytes.
+const ServiceLogFile = "service.log"
+
+// MaxServiceLog caps ServiceLogFile; what the service writes beyond it is
+// dropped, and a last line says so.
+const MaxServiceLog = 64 << 20
+
+// cappedFile writes to f until max bytes, then drops the rest.
+type cappedFile struct {
+	mu      sync.Mutex
+	f       *os.File
+	n, max  int
+	dropped bool
+}
+
+func (c *cappedFile) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n >= c.max {
+		if !c.dropped {
+			c.dropped = true
+			_, _ = fmt.Fprintf(c.f, "\n--- idembench: the log reached %d bytes; the rest is dropped\n", c.max)
+		}
+		return len(p), nil
+	}
+	q := p[:min(len(p), c.max-c.n)]
+	n, err := c.f.Write(q)
+	c.n += n
+	if err != nil {
+		return n, err
+	}
+	return len(p), nil
+}
+
+func (c *cappedFile) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.f.Close()
 }

@@ -3,6 +3,7 @@ package blackbox
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -20,17 +21,24 @@ type answerTally struct {
 	mu      sync.Mutex
 	counts  map[int]int
 	samples map[int]string
+	// undeclared counts the answers whose status the target does not
+	// declare (see Statuses).
+	undeclared map[int]int
 }
 
 func newAnswerTally() *answerTally {
-	return &answerTally{counts: map[int]int{}, samples: map[int]string{}}
+	return &answerTally{counts: map[int]int{}, samples: map[int]string{}, undeclared: map[int]int{}}
 }
 
-// add counts a, an answer that was not a success.
-func (t *answerTally) add(a *answer) {
+// add counts a, an answer that was not a success; declared says whether
+// the target declares its status.
+func (t *answerTally) add(a *answer, declared bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.counts[a.status]++
+	if !declared {
+		t.undeclared[a.status]++
+	}
 	if _, ok := t.samples[a.status]; ok {
 		return
 	}
@@ -109,4 +117,23 @@ func refuses(status int) bool {
 		return false
 	}
 	return status >= 400 && status <= 499
+}
+
+// undeclaredNote returns the note of a run that got statuses its target
+// does not declare, "" when there were none: which, how often, one
+// answer each, and what to declare.
+func (t *answerTally) undeclaredNote() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.undeclared) == 0 {
+		return ""
+	}
+	statuses := slices.Sorted(maps.Keys(t.undeclared))
+	var parts []string
+	for _, s := range statuses {
+		parts = append(parts, fmt.Sprintf("%d × %d (%s)", s, t.undeclared[s], t.samples[s]))
+	}
+	return fmt.Sprintf("undeclared status: %s; the target does not say what it means, so these answers count as unknown outcomes "+
+		"(they may or may not have executed) and are not judged; declare it in operation.success, mismatch_status, "+
+		"in_progress_status, conflict_status, missing_key_status, retry_status or failed_status", strings.Join(parts, ", "))
 }

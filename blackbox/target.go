@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/idembench/idembench/history"
 )
 
 // Target describes the HTTP service under test: where it is (or how to
@@ -43,12 +45,16 @@ type Target struct {
 // root URL, empty unless Oracle.Kind is "downstream").
 type Start struct {
 	// Command is the argv; required, at most MaxEntries arguments, none
-	// with a NUL byte. Command[0] is looked up in PATH.
+	// with a NUL byte. Command[0] is looked up in PATH, or, with a slash,
+	// taken relative to Dir.
 	Command []string
 	// Env is added to the harness's own environment; at most MaxEntries
 	// variables.
 	Env map[string]string
-	// Dir is the working directory; empty means the harness's.
+	// Dir is the working directory, where a relative Command[0] (one
+	// with a slash) is found too. LoadTarget resolves it against the
+	// target file's directory (empty means that directory); with
+	// ParseTarget, empty means the harness's.
 	Dir string
 	// Ready is the path (or full URL) polled with GET until it answers
 	// below 500; empty means any HTTP answer at BaseURL counts.
@@ -91,12 +97,97 @@ type Operation struct {
 	// AmountMin and AmountMax bound {{.Amount}}; both zero means 1 and
 	// 10000. Each is within ±MaxAmount.
 	AmountMin, AmountMax int64
+	// Statuses says what the service's other answers mean. A status that
+	// is neither a success nor declared there is reported as undeclared
+	// and recorded as an unknown outcome, never guessed at.
+	Statuses Statuses
 
 	pathT, bodyT *tmpl
 	headerT      map[string]*tmpl
 	headerNames  []string // sorted keys of headerT
 	replayName   string
 	replayValue  string
+}
+
+// Statuses are the meanings of a service's non-success answers, each a
+// list of statuses (at most MaxEntries, each 400 to 599, none in Success
+// and none in two lists). Every 5xx not listed keeps its default meaning:
+// retry (a stored 5xx is one that carries the replay marker).
+type Statuses struct {
+	// Mismatch answers a reused key with a different request; empty
+	// means 422.
+	Mismatch []int
+	// InProgress answers a duplicate while the first request still runs
+	// (the client waits and retries); empty means 409.
+	InProgress []int
+	// Conflict answers a key in use by a concurrent request, also retried
+	// later; empty means none besides InProgress.
+	Conflict []int
+	// MissingKey answers a request without the key; empty means 400.
+	// Such an answer performed nothing and is final.
+	MissingKey []int
+	// Retry says the request was not performed and may be sent again
+	// (rate limited, overloaded); empty means 429.
+	Retry []int
+	// Failed is a final failure of the operation, the key's stored
+	// result; empty means none.
+	Failed []int
+}
+
+// meaning returns the history outcome of a declared status, whether that
+// answer is final, and false when s declares no meaning for status.
+func (s *Statuses) meaning(status int) (history.Outcome, bool, bool) {
+	switch {
+	case slices.Contains(s.Mismatch, status):
+		return history.Mismatch, true, true
+	case slices.Contains(s.InProgress, status), slices.Contains(s.Conflict, status):
+		return history.InProgress, false, true
+	case slices.Contains(s.MissingKey, status):
+		return history.Error, true, true
+	case slices.Contains(s.Retry, status):
+		return history.Released, false, true
+	case slices.Contains(s.Failed, status):
+		return history.Failed, true, true
+	}
+	return history.Unknown, true, false
+}
+
+func (s *Statuses) validate(success []int) error {
+	if len(s.Mismatch) == 0 {
+		s.Mismatch = []int{http.StatusUnprocessableEntity}
+	}
+	if len(s.InProgress) == 0 {
+		s.InProgress = []int{http.StatusConflict}
+	}
+	if len(s.MissingKey) == 0 {
+		s.MissingKey = []int{http.StatusBadRequest}
+	}
+	if len(s.Retry) == 0 {
+		s.Retry = []int{http.StatusTooManyRequests}
+	}
+	seen := map[int]string{}
+	for _, l := range []struct {
+		field string
+		v     []int
+	}{{"mismatch_status", s.Mismatch}, {"in_progress_status", s.InProgress}, {"conflict_status", s.Conflict},
+		{"missing_key_status", s.MissingKey}, {"retry_status", s.Retry}, {"failed_status", s.Failed}} {
+		if err := countLimit(l.field, len(l.v)); err != nil {
+			return err
+		}
+		for _, st := range l.v {
+			if st < 400 || st > 599 {
+				return fmt.Errorf("%s: %d is not a 4xx or 5xx status", l.field, st)
+			}
+			if slices.Contains(success, st) {
+				return fmt.Errorf("%s: %d is also a success status", l.field, st)
+			}
+			if other, ok := seen[st]; ok {
+				return fmt.Errorf("%s: %d is also in %s", l.field, st, other)
+			}
+			seen[st] = l.field
+		}
+	}
+	return nil
 }
 
 // Oracle kinds, strongest first.
@@ -137,10 +228,37 @@ type Oracle struct {
 	Query       string
 }
 
+// The policy profiles a target can claim (Conformance.Profile): what its
+// service stores and replays, which published APIs differ on. The
+// error-policy probe grades the service against the one claimed.
+const (
+	// ProfileIETF is the draft's: a retry after an error gets the earlier
+	// result ("success or an error") or executes; both pass.
+	ProfileIETF = "ietf"
+	// ProfileStripe stores errors and replays them: a retry after a 5xx
+	// must get the same 5xx without executing. A request without a key
+	// is executed (missing-key is a MAY).
+	ProfileStripe = "stripe"
+	// ProfileCache2xx stores successes only: a retry after a 5xx must
+	// execute.
+	ProfileCache2xx = "cache-2xx-only"
+)
+
+// Profiles lists the policy profiles.
+var Profiles = []string{ProfileIETF, ProfileStripe, ProfileCache2xx}
+
 // Conformance tunes the protocol probes.
 type Conformance struct {
 	// Skip turns the probes off.
 	Skip bool
+	// Profile is the policy the service claims, one of Profiles; empty
+	// means ProfileIETF.
+	Profile string
+	// Levels overrides, by probe id, the requirement level (MUST, SHOULD
+	// or MAY) of a probe's protocol checks: a failed MUST is a protocol
+	// deviation, a failed SHOULD or MAY a warning. It never changes a
+	// double execution or a broken replay. At most MaxEntries.
+	Levels map[string]string
 	// IsolationPath and IsolationHeaders address "the same operation
 	// elsewhere" (another path, or another tenant through a header): the
 	// isolation probe sends a used key there and expects a fresh
@@ -148,8 +266,9 @@ type Conformance struct {
 	IsolationPath    string
 	IsolationHeaders map[string]string
 	// Deviations declares probes the service knowingly does not follow,
-	// by probe id (see ProbeIDs), with the reason; a failed declared probe
-	// is reported as a deviation and does not fail the run.
+	// by probe id (see ProbeIDs), with the reason; a protocol deviation or
+	// warning of a declared probe is reported as a deviation and does not
+	// fail the run (a double execution or broken replay still does).
 	Deviations map[string]string
 }
 
@@ -269,10 +388,25 @@ func (s *Start) validate() error {
 }
 
 func (c *Conformance) validate() error {
-	for id := range c.Deviations {
-		if !slices.Contains(ProbeIDs, id) {
-			return fmt.Errorf("deviations: unknown probe %q (want one of %s)", id, strings.Join(ProbeIDs, ", "))
+	switch {
+	case c.Profile == "":
+		c.Profile = ProfileIETF
+	case !slices.Contains(Profiles, c.Profile):
+		return fmt.Errorf("profile: unknown %q (want one of %s)", c.Profile, strings.Join(Profiles, ", "))
+	}
+	var err error
+	if c.Deviations, err = probeMap("deviations", c.Deviations); err != nil {
+		return err
+	}
+	if c.Levels, err = probeMap("levels", c.Levels); err != nil {
+		return err
+	}
+	for id, lv := range c.Levels {
+		up := strings.ToUpper(strings.TrimSpace(lv))
+		if up != LevelMust && up != LevelShould && up != LevelMay {
+			return fmt.Errorf("levels.%s: %q (want MUST, SHOULD or MAY)", id, lv)
 		}
+		c.Levels[id] = up
 	}
 	if p := c.IsolationPath; p != "" && !strings.HasPrefix(p, "/") {
 		return fmt.Errorf("isolation_path: %q must start with /", p)
@@ -292,6 +426,28 @@ func (c *Conformance) validate() error {
 		}
 	}
 	return nil
+}
+
+// probeMap checks that every key of m is a probe id (an old id is renamed)
+// and returns m with the current ids.
+func probeMap(field string, m map[string]string) (map[string]string, error) {
+	if err := countLimit(field, len(m)); err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return m, nil
+	}
+	out := make(map[string]string, len(m))
+	for id, v := range m {
+		if cur, ok := oldProbeIDs[id]; ok {
+			id = cur
+		}
+		if !slices.Contains(ProbeIDs, id) {
+			return nil, fmt.Errorf("%s: unknown probe %q (want one of %s)", field, id, strings.Join(ProbeIDs, ", "))
+		}
+		out[id] = v
+	}
+	return out, nil
 }
 
 func checkURL(s string) error {
@@ -345,6 +501,9 @@ func (o *Operation) validate() error {
 	}
 	if o.AmountMin > o.AmountMax {
 		return fmt.Errorf("amount_min %d above amount_max %d", o.AmountMin, o.AmountMax)
+	}
+	if err := o.Statuses.validate(o.Success); err != nil {
+		return err
 	}
 	if r := o.ResourceID; r != "" && !strings.HasPrefix(r, "/") && !strings.HasPrefix(r, "header:") {
 		return fmt.Errorf("resource_id: %q: want a JSON pointer (/id) or header:NAME", r)

@@ -99,8 +99,8 @@ func TestDeclaredDeviation(t *testing.T) {
 			switch {
 			case declared && (err != nil || row.Status != ProbeDeviation || row.Reason == ""):
 				t.Errorf("declared: err %v, row %+v; want a pass with a deviation row", err, row)
-			case !declared && (!errors.Is(err, ErrConformance) || row.Status != ProbeFail):
-				t.Errorf("undeclared: err %v, row %+v; want ErrConformance and a failed row", err, row)
+			case !declared && (!errors.Is(err, ErrDeviation) || checker.ExitCode(err) != checker.ExitDeviation || row.Status != ProbeFail || row.Class != ClassDeviation):
+				t.Errorf("undeclared: err %v, row %+v; want ErrDeviation (exit 6) and a failed row", err, row)
 			}
 		})
 	}

@@ -15,6 +15,12 @@ const (
 	ExitInconclusive = 3
 	ExitThreshold    = 4
 	ExitEnvironment  = 5
+	// ExitDeviation is a service that kept every safety invariant but
+	// broke a MUST of the protocol it declares (a black-box conformance
+	// probe: a different request answered with another's result, a
+	// declared error policy not kept); idembench http --strict makes it
+	// ExitViolation.
+	ExitDeviation = 6
 	// ExitInterrupted is a run cut short by SIGINT or SIGTERM, as a shell
 	// reports a process killed by SIGINT (128 + 2).
 	ExitInterrupted = 130
@@ -40,6 +46,9 @@ var (
 	// ErrEnvironment: a backend, broker or service was unreachable, or died
 	// during the run by no planned fault (exit 5).
 	ErrEnvironment = errors.New("environment error")
+	// ErrDeviation: no safety invariant was broken, but the service
+	// deviates from a MUST of the protocol it declares (exit 6).
+	ErrDeviation = errors.New("protocol deviation")
 	// ErrInterrupted: the run was stopped by a signal (exit 130).
 	ErrInterrupted = errors.New("interrupted")
 )
@@ -51,6 +60,7 @@ var classes = []struct {
 	// A configuration that cannot run is named before what else failed.
 	{ErrUsage, ExitUsage},
 	{ErrViolation, ExitViolation},
+	{ErrDeviation, ExitDeviation},
 	{ErrInconclusive, ExitInconclusive},
 	{ErrThreshold, ExitThreshold},
 	{ErrEnvironment, ExitEnvironment},
@@ -99,8 +109,8 @@ func (v Verdict) Exit() int {
 }
 
 // Classed returns a sentinel error with text msg that belongs to class (one
-// of ErrViolation, ErrUsage, ErrInconclusive, ErrThreshold, ErrEnvironment,
-// ErrInterrupted): errors.Is finds both the sentinel itself and its class,
+// of ErrViolation, ErrDeviation, ErrUsage, ErrInconclusive, ErrThreshold,
+// ErrEnvironment, ErrInterrupted): errors.Is finds both the sentinel itself and its class,
 // and the class adds nothing to the message.
 func Classed(msg string, class error) error {
 	return &classed{msg: msg, class: class}

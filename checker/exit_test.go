@@ -22,6 +22,9 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("%w: 3 keys", ErrViolation), ExitViolation, true, "safety violation: 3 keys"},
 		{ErrInconclusive, ExitInconclusive, true, "inconclusive"},
 		{ErrThreshold, ExitThreshold, true, "threshold missed"},
+		{fmt.Errorf("%w: missing-key", ErrDeviation), ExitDeviation, true, "protocol deviation: missing-key"},
+		// A violation outranks a deviation.
+		{errors.Join(fmt.Errorf("%w: x", ErrDeviation), ErrViolation), ExitViolation, true, ""},
 		{fmt.Errorf("stopped: %w", context.Canceled), ExitInterrupted, true, "stopped: context canceled"},
 		{ErrInterrupted, ExitInterrupted, true, "interrupted"},
 		// A configuration error is named before what else failed.

@@ -18,7 +18,7 @@ import (
 
 // compareCmd is `idembench compare`.
 type compareCmd struct {
-	Dirs     []string `arg:"" optional:"" help:"Saved run directories to compare instead of running (each holding summary.json or history.jsonl)." placeholder:"RUN-DIR"`
+	Dirs     []string `arg:"" optional:"" help:"Saved run directories to compare instead of running (each holding summary.json or history.jsonl), or two or more report cards of idembench http (report-card.json) to put side by side." placeholder:"RUN-DIR|CARD"`
 	Backends []string `help:"Store backends to run, in order, each at most once: memory, redis, postgres." default:"memory" sep:","`
 	Sinks    []string `help:"Effect sinks to run, each at most once: plain, fenced, tx." default:"fenced" sep:","`
 	Engines  []string `help:"Engines to run, each at most once (this binary: ${engines}); an engine runs only on the backends it supports (the known-bad designs: memory)." default:"idem" sep:","`
@@ -47,6 +47,12 @@ func (c *compareCmd) Run(ctx context.Context, std stdio, g *globals, reg *harnes
 	// stdout holds the table (or its JSON) alone; what happens on the way
 	// goes to stderr.
 	text := std.err
+	if cards, err := cardArgs(c.Dirs); err != nil || cards {
+		if err != nil {
+			return err
+		}
+		return compareCardFiles(std, g, c.Dirs)
+	}
 	var results []compareResult
 	var out string
 	var err error
@@ -352,7 +358,7 @@ Examples:
     idembench compare --backends memory,redis,postgres --duration 5s --out cmp
     idembench compare --sinks fenced,plain --scenario gc-pause --duration 2s   # plain is caught: exit 1
     idembench compare base/run out/run          # two saved runs side by side
-    idembench compare --json --backends memory,redis | jq '.runs[] | {label, p99_ms}'
+    idembench compare lib-a/report-card.json lib-b/report-card.json   # two http report cards
 
 ` + exitCodesHelp + `
 The code is the worst of the runs: 1 if any run has a safety violation,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/idembench/idembench/blackbox"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
 )
@@ -18,6 +19,7 @@ const (
 	exitInconclusive = checker.ExitInconclusive
 	exitThreshold    = checker.ExitThreshold
 	exitEnvironment  = checker.ExitEnvironment
+	exitDeviation    = checker.ExitDeviation
 	exitInterrupted  = checker.ExitInterrupted
 )
 
@@ -47,7 +49,7 @@ func exitCode(err error) int {
 // threshold codes, or environment) and msg.
 func codeError(code int, msg string) error {
 	kind := map[int]error{exitViolation: errViolation, exitInconclusive: errInconclusive, exitThreshold: errThreshold,
-		exitEnvironment: harness.ErrEnvironment}[code]
+		exitEnvironment: harness.ErrEnvironment, exitDeviation: checker.ErrDeviation}[code]
 	if code == exitOK {
 		return nil
 	}
@@ -60,7 +62,8 @@ func codeError(code int, msg string) error {
 // alreadyReported reports whether err is a verdict or threshold the
 // command has printed: it is not printed again.
 func alreadyReported(err error) bool {
-	return errors.Is(err, errViolation) || errors.Is(err, errInconclusive) || errors.Is(err, errThreshold)
+	return errors.Is(err, errViolation) || errors.Is(err, errInconclusive) || errors.Is(err, errThreshold) ||
+		errors.Is(err, checker.ErrDeviation)
 }
 
 // usage returns a usage error (exit 2) about the command line.
@@ -74,15 +77,18 @@ func verdictError(v checker.Verdict) error {
 		return codeError(exitViolation, "verdict "+string(v))
 	case checker.VerdictInconclusive:
 		return codeError(exitInconclusive, "verdict "+string(v))
+	case blackbox.VerdictDeviation: // a black-box run's protocol deviation
+		return codeError(exitDeviation, "verdict "+string(v))
 	}
 	return nil
 }
 
 // exitRank orders exit codes from best to worst: a safety violation is the
 // worst news, then a configuration that could not run, an unreachable
-// backend, an inconclusive check and a missed threshold; an interrupt
+// backend, a protocol deviation, an inconclusive check and a missed
+// threshold; an interrupt
 // outranks them all (the user stopped the command).
-var exitRank = []int{exitOK, exitThreshold, exitInconclusive, exitEnvironment, exitUsage, exitViolation, exitInterrupted}
+var exitRank = []int{exitOK, exitThreshold, exitInconclusive, exitDeviation, exitEnvironment, exitUsage, exitViolation, exitInterrupted}
 
 // worseExit returns the worse of two exit codes.
 func worseExit(a, b int) int {

@@ -14,7 +14,7 @@ var description = `Idempotency-key engine harness: drive, inject faults, record,
 
 Quick start: idembench run (about 10 s on the memory backend, no server needed; it prints the verdict and writes a run directory). idembench help COMMAND prints a command's flags, examples and exit codes.
 
-` + exitCodesHelp
+` + allExitCodesHelp
 
 // helpCmd is `idembench help [COMMAND]`. Run rewrites it into
 // `COMMAND --help` (or `--help`) before parsing, so its Run is reached
@@ -87,11 +87,17 @@ var exitMeanings = map[int]string{
 	exitInconclusive: "inconclusive (the check ran out of time)",
 	exitThreshold:    "threshold missed",
 	exitEnvironment:  "environment error (a backend, broker or service unreachable, or dead during the run by no planned fault)",
+	exitDeviation:    "protocol deviation (idembench http: a MUST of the declared protocol broken, no safety violation; exit 1 under --strict)",
 	exitInterrupted:  "interrupted (SIGINT or SIGTERM: ends within 2 s and says what was written)",
 }
 
-// exitCodesHelp lists every exit code idembench returns.
-var exitCodesHelp = exitHelp(exitOK, exitViolation, exitUsage, exitInconclusive, exitThreshold, exitEnvironment, exitInterrupted)
+// exitCodesHelp lists the exit codes of the commands that run or check a
+// history; allExitCodesHelp every code idembench returns (6 only from
+// idembench http).
+var (
+	exitCodesHelp    = exitHelp(exitOK, exitViolation, exitUsage, exitInconclusive, exitThreshold, exitEnvironment, exitInterrupted)
+	allExitCodesHelp = exitHelp(exitOK, exitViolation, exitUsage, exitInconclusive, exitThreshold, exitEnvironment, exitDeviation, exitInterrupted)
+)
 
 // exitHelp returns the "Exit codes:" paragraph of a command's --help,
 // listing the given codes (those the command can return) with their

@@ -84,7 +84,7 @@ func exitCodesOf(help string) []int {
 // four examples, each an idembench command line, and its exit codes, only
 // codes idembench returns; "idembench help CMD" prints the same text.
 func TestEveryCommandHelpTeaches(t *testing.T) {
-	known := []int{exitOK, exitViolation, exitUsage, exitInconclusive, exitThreshold, exitEnvironment, exitInterrupted}
+	known := []int{exitOK, exitViolation, exitUsage, exitInconclusive, exitThreshold, exitEnvironment, exitDeviation, exitInterrupted}
 	paths := commandPaths(t)
 	if len(paths) < 12 {
 		t.Fatalf("found %d commands, want at least 12: %v", len(paths), paths)

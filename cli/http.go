@@ -34,6 +34,9 @@ type httpCmd struct {
 	Rate       *float64       `help:"Open loop at this many requests per second, at most 1000000; 0 is closed loop (default: 0, or the scenario's)."`
 	Faults     []string       `help:"Faults between client and service, or on the started service (at most 100): drop-replies, latency, reset, partition, kill, pause." sep:","`
 	Timeout    *time.Duration `help:"Client timeout per attempt (then retried with the same key): 1ms to 10m (default: 500ms, or the scenario's retry.timeout when it has one)."`
+	Attempts   *int           `help:"Attempts per request, the first included, with the same key: 1 to 1000 (default: 6, or the scenario's). Raise it with --backoff when the service restarts (kill faults) so that keys in flight outlive the restart."`
+	Backoff    *time.Duration `help:"Wait before the first retry, doubled at each further retry: 0 to 10m (default: 20ms, or the scenario's)."`
+	Strict     bool           `help:"Fail a protocol deviation (a MUST probe failed, no safety violation) with exit 1 instead of 6."`
 	ProbeAfter time.Duration  `help:"Wait after the traffic before the liveness probe, at most 10m (set it above the service's lease; 0: the default, 500ms)."`
 	StartArg   []string       `help:"Argument appended to the target's start command (repeatable, at most 100 in all with the command), e.g. --start-arg=--flaw=check-then-act." name:"start-arg"`
 	Out        string         `help:"Run directory: missing, empty or a previous run, which is replaced (default: ./idembench-out/http-<timestamp>)." placeholder:"DIR"`
@@ -97,7 +100,9 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		o.Dir = dir.final
 	}
 	printHTTP(text, &o)
-	fmt.Fprintln(text, "replay:", sp.ReplayCommand)
+	if o.History != nil { // the run started: there is something to replay
+		fmt.Fprintln(text, "replay:", sp.ReplayCommand)
+	}
 	if jerr := writeSummaryJSON(std, g, o.Summary); jerr != nil {
 		return jerr
 	}
@@ -125,7 +130,10 @@ request (a 4xx other than 408, 409 and 429: fix the target's method, path,
 headers or body), else 5 (a 5xx, 408, 409 or 429, or no answer at all: the
 service does not work).
 A service started by the target that exits during the run without a
-kill fault also exits 5, naming it. SIGINT or SIGTERM exits 130 within
+kill fault also exits 5, naming it. A double execution or a broken replay
+exits 1; a protocol deviation (a MUST of the draft or of the target's
+profile, and no safety violation) exits 6, or 1 under --strict; a failed
+SHOULD or MAY is a warning in the table. SIGINT or SIGTERM exits 130 within
 2 s, saving the history so far in the run directory.
 
 Examples:
@@ -135,7 +143,7 @@ Examples:
     idembench http target.yaml --start-arg=--flaw=check-then-act --no-save   # caught: exit 1
     idembench http target.yaml --json --no-save | jq .verdict
 
-` + exitCodesHelp
+` + allExitCodesHelp
 }
 
 // httpRunDir returns the run directory of --out and --no-save.
@@ -197,6 +205,13 @@ func (c *httpCmd) spec(tg *blackbox.Target, seed int64) (blackbox.Spec, []string
 	if c.Timeout != nil {
 		sp.Retry.Timeout = *c.Timeout
 	}
+	if c.Attempts != nil {
+		sp.Retry.MaxAttempts = *c.Attempts
+	}
+	if c.Backoff != nil {
+		sp.Retry.Backoff = *c.Backoff
+	}
+	sp.Strict = c.Strict
 	c.effective = sp
 	return sp, notes, nil
 }
@@ -241,6 +256,14 @@ func (c *httpCmd) checkFlags() error {
 		return usage("--probe-after: %s is negative", c.ProbeAfter)
 	case c.ProbeAfter > blackbox.MaxWait:
 		return usage("--probe-after: %s is above the limit of %s", c.ProbeAfter, blackbox.MaxWait)
+	case c.Attempts != nil && *c.Attempts < 1:
+		return usage("--attempts: %d is below the minimum of 1", *c.Attempts)
+	case c.Attempts != nil && *c.Attempts > workload.MaxAttempts:
+		return usage("--attempts: %d is above the limit of %d", *c.Attempts, workload.MaxAttempts)
+	case c.Backoff != nil && *c.Backoff < 0:
+		return usage("--backoff: %s is negative", *c.Backoff)
+	case c.Backoff != nil && *c.Backoff > workload.MaxWait:
+		return usage("--backoff: %s is above the limit of %s", *c.Backoff, workload.MaxWait)
 	case len(c.Faults) > blackbox.MaxFaults:
 		return usage("--faults: %d faults, above the limit of %d", len(c.Faults), blackbox.MaxFaults)
 	case len(c.StartArg) > blackbox.MaxEntries:
@@ -261,7 +284,8 @@ func (c *httpCmd) replay(seed int64) string {
 	if c.Scenario != "" {
 		s += " --scenario " + harness.ShellQuote(c.Scenario)
 	}
-	s += fmt.Sprintf(" --seed %d --duration %s --clients %d --timeout %s", seed, e.Duration, e.Clients, e.Retry.Timeout)
+	s += fmt.Sprintf(" --seed %d --duration %s --clients %d --timeout %s --attempts %d --backoff %s",
+		seed, e.Duration, e.Clients, e.Retry.Timeout, e.Retry.MaxAttempts, e.Retry.Backoff)
 	if e.Rate > 0 {
 		s += fmt.Sprintf(" --rate %g", e.Rate)
 	}
@@ -273,6 +297,9 @@ func (c *httpCmd) replay(seed int64) string {
 	}
 	for _, a := range c.StartArg {
 		s += " --start-arg=" + harness.ShellQuote(a)
+	}
+	if c.Strict {
+		s += " --strict"
 	}
 	return s
 }
@@ -304,21 +331,38 @@ func printHTTP(w io.Writer, o *blackbox.Outcome) {
 			s.ThroughputPerS, s.Latency.Overall.P99Ms, s.Outcomes["executed"], s.Outcomes["replayed"],
 			s.Outcomes["in_progress"], s.Outcomes["mismatch"], s.Outcomes["unknown"])
 	}
-	fmt.Fprintf(w, "verdict: %s\n", o.Verdict)
+	fmt.Fprintf(w, "verdict: %s\n", blackbox.Headline(o))
 	for _, v := range o.Check.Violations[:min(3, len(o.Check.Violations))] {
 		fmt.Fprintf(w, "  %s %s, key %s: %s\n", v.Invariant, v.Invariant.Name(), v.Key, v.Message)
 	}
-	if n := len(o.Check.Violations); n > 3 {
+	// One count everywhere: the invariants' totals, as summary.json (which
+	// lists every violation) and report.md give it.
+	if n := o.Summary.ViolationCount(); n > 3 {
 		if o.Dir != "" {
-			fmt.Fprintf(w, "  ... %d violations in all, listed in %s\n", n, filepath.Join(o.Dir, reports.MarkdownFile))
+			fmt.Fprintf(w, "  ... %d violations in all, listed in %s (the first %d) and %s (all)\n", n,
+				filepath.Join(o.Dir, reports.MarkdownFile), reports.MaxListedViolations, filepath.Join(o.Dir, reports.SummaryFile))
 		} else {
 			fmt.Fprintf(w, "  ... %d violations in all (no report written under --no-save; --json prints the list)\n", n)
 		}
 	}
+	for _, n := range o.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
 	if len(o.Conformance) > 0 {
-		fmt.Fprintf(w, "conformance (%s):\n", blackbox.Draft)
+		profile := o.Profile
+		if profile == "" {
+			profile = blackbox.ProfileIETF
+		}
+		fmt.Fprintf(w, "conformance (%s, profile %s; ids for conformance.deviations and levels):\n", blackbox.Draft, profile)
 		for _, p := range o.Conformance {
-			fmt.Fprintf(w, "  %-9s %-5s %-34s %s\n", p.Status, strings.TrimPrefix(p.Section, blackbox.Draft+" "), p.Title, p.Observed)
+			obs := p.Observed
+			if p.Level != "" {
+				obs = "[" + p.Level + ", " + p.Class + "] " + obs
+			}
+			if p.Reason != "" {
+				obs += " (declared: " + p.Reason + ")"
+			}
+			fmt.Fprintf(w, "  %-9s %-20s %-5s %s\n", p.Status, p.ID, strings.TrimPrefix(p.Section, blackbox.Draft+" "), obs)
 		}
 	}
 	if o.Dir != "" {

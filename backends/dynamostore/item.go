@@ -154,7 +154,9 @@ func millis(item map[string]types.AttributeValue, name string) (time.Time, error
 }
 
 // Attribute value constructors.
-func numAV(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func numAV(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
 func tokAV(t idem.Token) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatUint(uint64(t), 10)}
 }

@@ -28,6 +28,9 @@ var (
 	ErrCounterExhausted = errors.New("dynamostore: fencing counter exhausted")
 )
 
+// errNoScan reports a client without Scan (see Scanner).
+var errNoScan = errors.New("the client cannot Scan")
+
 // backendError wraps a failed request as idem.ErrBackend. A write that may
 // have reached the server (anything but an answer from the service or a
 // context that ended before sending) is marked ambiguous. A context error

@@ -36,7 +36,9 @@ func TestRequestsPerDo(t *testing.T) {
 	s := newStore(t, Options{})
 	e := idem.New(s, idem.WithHeartbeat(-1))
 	ctx := context.Background()
-	ok := func(context.Context) (idem.Response, error) { return idem.Response{Status: 200, Body: []byte("ok")}, nil }
+	ok := func(context.Context) (idem.Response, error) {
+		return idem.Response{Status: 200, Body: []byte("ok")}, nil
+	}
 
 	before := s.Usage()
 	if _, err := e.Do(ctx, "cost.first", fp("a"), ok); err != nil {

@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,6 +119,28 @@ func findDynalite() (string, error) {
 	return "", errors.New(URLEnv + " is not set and dynalite is not installed")
 }
 
+// abortGuard is a node preload script: it keeps dynalite running when a
+// client aborts a request, and lets every other error end it.
+const abortGuard = `process.on('uncaughtException', (e) => {
+  if (e && (e.code === 'ECONNRESET' || e.message === 'aborted')) return;
+  console.error(e);
+  process.exit(1);
+});
+`
+
+// writeGuard writes abortGuard to a temporary file and returns its path.
+func writeGuard() (string, error) {
+	f, err := os.CreateTemp("", "dynalite-guard-*.js")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.WriteString(abortGuard); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
+}
+
 // startDynalite starts dynalite on a free loopback port and waits until it
 // accepts connections.
 func startDynalite() (string, *exec.Cmd, error) {
@@ -132,8 +155,18 @@ func startDynalite() (string, *exec.Cmd, error) {
 	addr := ln.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
 	ln.Close()
-	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", port,
-		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+	args := []string{"--host", "127.0.0.1", "--port", port, "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
+	cmd := exec.Command(bin, args...)
+	if js, err := filepath.EvalSymlinks(bin); err == nil && strings.HasSuffix(js, ".js") {
+		// dynalite exits on a request its client aborted (an unhandled
+		// ECONNRESET), which a cancelled context does; run it under node
+		// with a handler that ignores exactly that.
+		guard, err := writeGuard()
+		if err != nil {
+			return "", nil, err
+		}
+		cmd = exec.Command("node", append([]string{"--require", guard, js}, args...)...)
+	}
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {

@@ -45,12 +45,15 @@ func BenchmarkDo(b *testing.B) {
 					}
 					return err
 				})
-				b.Logf("first:  %6.0f do/s  %.2f req/do  %.2f RCU/do  %.2f WCU/do", first.rate, first.req, first.rcu, first.wcu)
-				b.Logf("replay: %6.0f do/s  %.2f req/do  %.2f RCU/do  %.2f WCU/do", replay.rate, replay.req, replay.rcu, replay.wcu)
+				b.Logf("first:  %6.0f do/s  %.2f req/do  %.2f RCU/do  %.2f WCU/do  $%.3f per million Do (%s on-demand, %s)",
+					first.rate, first.req, first.rcu, first.wcu, first.perMillion(), DefaultPrices.Region, DefaultPrices.Date)
+				b.Logf("replay: %6.0f do/s  %.2f req/do  %.2f RCU/do  %.2f WCU/do  $%.3f per million Do",
+					replay.rate, replay.req, replay.rcu, replay.wcu, replay.perMillion())
 				b.ReportMetric(first.rate, "first-do/s")
 				b.ReportMetric(first.req, "first-req/do")
 				b.ReportMetric(first.wcu, "first-WCU/do")
 				b.ReportMetric(first.rcu, "first-RCU/do")
+				b.ReportMetric(first.perMillion(), "first-$/M-do")
 				b.ReportMetric(replay.rate, "replay-do/s")
 				b.ReportMetric(replay.req, "replay-req/do")
 				b.ReportMetric(replay.rcu, "replay-RCU/do")
@@ -60,6 +63,11 @@ func BenchmarkDo(b *testing.B) {
 }
 
 type benchFigures struct{ rate, req, rcu, wcu float64 }
+
+// perMillion is the on-demand price of a million calls at DefaultPrices.
+func (f benchFigures) perMillion() float64 {
+	return Usage{ReadUnits: f.rcu, WriteUnits: f.wcu}.PerMillion(1, DefaultPrices)
+}
 
 // measure runs call from callers goroutines for benchPhase (caller c's
 // i-th call is call(c, i)) and returns the rate and per-call usage.

@@ -18,7 +18,9 @@ func TestCostPerMillionDo(t *testing.T) {
 	s := newStore(t, Options{})
 	e := idem.New(s, idem.WithHeartbeat(-1))
 	ctx := context.Background()
-	ok := func(context.Context) (idem.Response, error) { return idem.Response{Status: 200, Body: []byte("ok")}, nil }
+	ok := func(context.Context) (idem.Response, error) {
+		return idem.Response{Status: 200, Body: []byte("ok")}, nil
+	}
 	const n = 20
 	before := s.Usage()
 	for i := range n {

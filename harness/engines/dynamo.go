@@ -71,7 +71,30 @@ func openDynamo(ctx context.Context, env harness.Env) (idem.Store, io.Closer, er
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("dynamodb unreachable at %s: %w", harness.RedactURL(env.URL), err)
 	}
-	return st, nil, nil
+	return dynamoRun{st}, nil, nil
+}
+
+// DynamoPrices is the price table the reference engine's DynamoDB runs are
+// billed at (Outcome.Usage, the cost columns of sweep and compare).
+// cli's --dynamo-prices replaces it with a file's.
+var DynamoPrices = dynamostore.DefaultPrices
+
+// dynamoRun is the reference engine's DynamoDB store: dynamostore with its
+// usage reported to the harness (every capability of the store is kept:
+// the methods are promoted).
+type dynamoRun struct{ *dynamostore.Store }
+
+var _ idem.PrefixLister = dynamoRun{}
+
+// RunUsage implements harness.UsageReporter.
+func (d dynamoRun) RunUsage() harness.StoreUsage {
+	u := d.Usage()
+	p := DynamoPrices
+	return harness.StoreUsage{
+		Requests: u.Requests(), ReadUnits: u.ReadUnits, WriteUnits: u.WriteUnits,
+		Dollars: u.Cost(p),
+		Prices:  fmt.Sprintf("%s on-demand, $%g/M writes, $%g/M reads (%s, %s)", p.Region, p.WritePerMillion, p.ReadPerMillion, p.Date, p.Source),
+	}
 }
 
 // purgeDynamo deletes the records of the run whose keys start with prefix

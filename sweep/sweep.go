@@ -290,12 +290,9 @@ func runStep(ctx context.Context, sp *Spec, t Target, rate float64) (Step, error
 		Offered: rate, Achieved: sum.ThroughputPerS, P50Ms: lat.P50Ms, P99Ms: lat.P99Ms, P999Ms: lat.P999Ms,
 		ErrorRate: sum.ErrorRate, LateSends: sum.LateSends.Count, Verdict: string(out.Verdict()), Replay: out.Replay,
 	}
-	if u := out.Usage; u != nil {
-		s.DoCalls = sum.Counts.Calls + sum.Counts.Probes
-		s.Requests, s.ReadUnits, s.WriteUnits, s.Prices = u.Requests, u.ReadUnits, u.WriteUnits, u.Prices
-		if s.DoCalls > 0 {
-			s.DollarsPerMillionDo = u.Dollars / float64(s.DoCalls) * 1e6
-		}
+	if c := sum.Cost; c != nil {
+		s.DoCalls, s.Requests, s.ReadUnits, s.WriteUnits = c.DoCalls, c.Requests, c.ReadUnits, c.WriteUnits
+		s.DollarsPerMillionDo, s.Prices = c.DollarsPerMillionDo, c.Prices
 	}
 	s.Sustainable = rate > 0 && s.Verdict == string(checker.VerdictOK) && lat.Measured > 0 &&
 		s.P99Ms <= ms(sp.SLOP99) && s.ErrorRate <= sp.MaxErrorRate

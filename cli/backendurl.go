@@ -77,6 +77,11 @@ func withBackendHint(err error, backend string, u backendURL) error {
 	b.WriteString("      docker compose up -d\n")
 	fmt.Fprintf(&b, "      export %s=%s\n", envRedisURL, composeRedisURL)
 	fmt.Fprintf(&b, "      export %s='%s'\n", envPostgresURL, composePostgresURL)
-	fmt.Fprintf(&b, "  or point %s (or %s) at a running server.", flag, env)
+	if flag == env {
+		fmt.Fprintf(&b, "      export %s=%s\n", envDynamoURL, composeDynamoURL)
+		fmt.Fprintf(&b, "  or point %s at a running server.", env)
+	} else {
+		fmt.Fprintf(&b, "  or point %s (or %s) at a running server.", flag, env)
+	}
 	return harness.EnvironmentError(errors.New(b.String()))
 }

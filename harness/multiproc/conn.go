@@ -68,6 +68,9 @@ type PauseRequest struct {
 func init() {
 	gob.Register(Hello{})
 	gob.Register(PauseRequest{})
+	gob.Register(ClockSample{})
+	gob.Register(ClockReport{})
+	gob.Register(StartRequest{})
 	gob.Register(history.Op{})
 	gob.Register([]history.Op{})
 }

@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 		pauserChild()
 	case "worker":
 		workerChild()
+	case "join":
+		joinChild()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode", os.Getenv(childEnv))
 		os.Exit(2)

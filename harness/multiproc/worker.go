@@ -65,7 +65,17 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 	if err := h.Decode(&ws); err != nil {
 		return harness.ConfigError("worker: %w", err)
 	}
-	go conn.Serve(ctx, nil) // the answers to pause calls
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// The answers to calls, and a remote worker's stop (a local one gets
+	// SIGTERM, which cancels ctx).
+	go conn.Serve(ctx, func(_ context.Context, method string, _ any, event bool) (any, error) {
+		if event && method == MethodStop {
+			stop()
+			return nil, nil
+		}
+		return nil, fmt.Errorf("multiproc: a worker serves no %q calls", method)
+	})
 	e, err := engines.Lookup(ws.Engine)
 	if err != nil {
 		return err
@@ -94,19 +104,43 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 	cfg.ClientBase = ws.ClientBase
 	cfg.Keys.Prefix = ws.Prefix
 	cfg.Recorder = history.NewRecorder()
-	cfg.Now = history.Now
+	// The worker's clock, corrected by its measured offset to the
+	// coordinator's: on one machine the offset is about zero and the
+	// bound a few microseconds; a host with its own clock (ClockSkew
+	// simulates one) is brought onto the coordinator's timeline, to
+	// within the bound the checker widens its ops by.
+	skew := int64(ws.ClockSkew)
+	local := func() int64 { return history.Now() + skew }
+	clk, err := measureClock(ctx, conn, local)
+	if err != nil {
+		return harness.EnvironmentError(fmt.Errorf("worker %d: %w", ws.Index, err))
+	}
+	if err := conn.Notify(MethodClock, clk); err != nil {
+		return harness.EnvironmentError(fmt.Errorf("worker %d: report the clock: %w", ws.Index, err))
+	}
+	offset := int64(clk.Offset)
+	now := func() int64 { return local() + offset }
+	// The start barrier: every worker's store is open and its clock
+	// measured before any traffic.
+	if _, err := conn.Call(ctx, MethodStart, StartRequest{}); err != nil {
+		if ctx.Err() != nil { // interrupted before the traffic
+			return sendHistory(conn, cfg.Recorder, nil, MethodDone)
+		}
+		return harness.EnvironmentError(fmt.Errorf("worker %d: wait for the start: %w", ws.Index, err))
+	}
+	cfg.Now = now
 	var faults []chaos.Fault
 	if ws.Crash != nil {
 		faults = append(faults, *ws.Crash)
 	}
-	inj, err := chaos.New(chaos.Config{Seed: ws.Over.Seed + int64(ws.ClientBase), Faults: faults, RunFor: cfg.Duration, Now: history.Now})
+	inj, err := chaos.New(chaos.Config{Seed: ws.Over.Seed + int64(ws.ClientBase), Faults: faults, RunFor: cfg.Duration, Now: now})
 	if err != nil {
 		return harness.ConfigError("worker: %w", err)
 	}
-	cfg.Faults = &workerFaults{Injector: inj, ws: &ws, rec: cfg.Recorder, c: conn, pauser: newPauser(ctx, conn, ws.Pauses, cfg.Duration)}
-	stop := reportCalls(conn, cfg.Recorder)
+	cfg.Faults = &workerFaults{Injector: inj, ws: &ws, rec: cfg.Recorder, c: conn, now: now, pauser: newPauser(ctx, conn, ws.Pauses, cfg.Duration)}
+	stopReports := reportCalls(conn, cfg.Recorder)
 	_, err = workload.Run(ctx, cfg)
-	stop()
+	stopReports()
 	if err != nil && ctx.Err() == nil {
 		return err
 	}
@@ -126,7 +160,8 @@ type workerFaults struct {
 	ws     *workerSpec
 	rec    *history.Recorder
 	c      *Conn
-	pauser *pauser // nil without pauses
+	now    func() int64 // the worker's corrected clock
+	pauser *pauser      // nil without pauses
 }
 
 func (f *workerFaults) Start() {
@@ -157,7 +192,7 @@ func (f *workerFaults) Hook() idem.Hook {
 			f.pauser.at(p, l)
 		}
 		if chaos.IsCrash(err) {
-			now := history.Now()
+			now := f.now()
 			w := history.Fault(history.FaultCrash, fmt.Sprintf("SIGKILL worker %d at %s", f.ws.Index, p), now, now).OnWorker(f.ws.Index).OnKey(l.Key, uint64(l.Token))
 			_ = sendHistory(f.c, f.rec, &w, MethodCrash)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -17,6 +17,10 @@ const (
 	composePostgresURL = "postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
 	envRedisURL        = "IDEM_REDIS_URL"
 	envPostgresURL     = "IDEM_POSTGRES_URL"
+	// DynamoDB has no flag: its endpoint comes from IDEM_DYNAMO_URL, else
+	// the docker-compose.yml dynamodb-local service.
+	composeDynamoURL = "http://127.0.0.1:8000"
+	envDynamoURL     = "IDEM_DYNAMO_URL"
 )
 
 // backendURL is the server URL a run uses for a backend and where it came
@@ -37,6 +41,8 @@ func resolveBackendURL(backend, redisURL, postgresURL string) backendURL {
 		flag, env, def, value = "--redis-url", envRedisURL, composeRedisURL, redisURL
 	case harness.Postgres:
 		flag, env, def, value = "--postgres-url", envPostgresURL, composePostgresURL, postgresURL
+	case harness.DynamoDB:
+		flag, env, def, value = envDynamoURL, envDynamoURL, composeDynamoURL, os.Getenv(envDynamoURL)
 	default:
 		return backendURL{}
 	}
@@ -58,8 +64,11 @@ func withBackendHint(err error, backend string, u backendURL) error {
 		return err // a server that died during the run was up: the hint would not help
 	}
 	flag, env := "--redis-url", envRedisURL
-	if harness.Backend(backend) == harness.Postgres {
+	switch harness.Backend(backend) {
+	case harness.Postgres:
 		flag, env = "--postgres-url", envPostgresURL
+	case harness.DynamoDB:
+		flag, env = envDynamoURL, envDynamoURL
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v\n", err)
@@ -68,6 +77,11 @@ func withBackendHint(err error, backend string, u backendURL) error {
 	b.WriteString("      docker compose up -d\n")
 	fmt.Fprintf(&b, "      export %s=%s\n", envRedisURL, composeRedisURL)
 	fmt.Fprintf(&b, "      export %s='%s'\n", envPostgresURL, composePostgresURL)
-	fmt.Fprintf(&b, "  or point %s (or %s) at a running server.", flag, env)
+	if flag == env {
+		fmt.Fprintf(&b, "      export %s=%s\n", envDynamoURL, composeDynamoURL)
+		fmt.Fprintf(&b, "  or point %s at a running server.", env)
+	} else {
+		fmt.Fprintf(&b, "  or point %s (or %s) at a running server.", flag, env)
+	}
 	return harness.EnvironmentError(errors.New(b.String()))
 }

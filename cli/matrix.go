@@ -20,13 +20,14 @@ import (
 // run cell by cell, observed next to expected.
 type matrixCmd struct {
 	Quick        bool          `help:"Reduced matrix for CI (memory plus the server cells that matter, short runs; about a minute)."`
-	Backends     []string      `help:"Backends to run: memory, redis, postgres; rabbitmq and nats add the consumer rows on that broker." default:"memory,redis,postgres" enum:"memory,redis,postgres,rabbitmq,nats"`
+	Backends     []string      `help:"Backends to run: memory, redis, postgres; rabbitmq and nats add the consumer rows on that broker." default:"memory,redis,postgres" enum:"memory,redis,postgres,dynamodb,rabbitmq,nats"`
 	Engine       string        `help:"Engine of every cell; the tx cells need its transactional mode (this binary: ${engines})." default:"idem" placeholder:"NAME"`
 	Seed         int64         `help:"Seed of every cell: 0 to 2^53-1; 0 picks a fresh one (printed)."`
 	Duration     time.Duration `help:"Traffic phase of each cell: 0 (the scenario's; 2s with --quick) or 100ms to 1h."`
 	Out          string        `help:"Write matrix.md and matrix.json to this directory: missing, empty, or an earlier idembench output, which is replaced." placeholder:"DIR"`
 	RedisURL     string        `help:"Redis for the cells without a restart (default: a private server)." env:"IDEM_REDIS_URL" placeholder:"URL"`
 	PostgresURL  string        `help:"PostgreSQL for the cells without a restart (default: a private server)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
+	DynamoURL    string        `help:"DynamoDB endpoint of the dynamodb cells (default: the docker-compose.yml dynamodb-local, http://127.0.0.1:8000)." env:"IDEM_DYNAMO_URL" placeholder:"URL"`
 	CheckTimeout time.Duration `help:"Linearizability budget of each cell's check: above 0 and at most 1h." default:"30s"`
 	AMQPURL      string        `help:"RabbitMQ of the rabbitmq cells (default: $IDEM_AMQP_URL or amqp://guest:guest@127.0.0.1:5672/)." name:"amqp-url" placeholder:"URL"`
 	NATSURL      string        `help:"NATS JetStream of the nats cells (default: $IDEM_NATS_URL or nats://127.0.0.1:4222)." name:"nats-url" placeholder:"URL"`
@@ -45,7 +46,10 @@ func (c *matrixCmd) options(reg *harness.Registry) (matrix.Options, error) {
 		return matrix.Options{}, usage("--engine: %v", err)
 	}
 	o := matrix.Options{Engine: eng, Quick: c.Quick, Seed: c.Seed, Duration: c.Duration,
-		RedisURL: c.RedisURL, PostgresURL: c.PostgresURL, CheckTimeout: c.CheckTimeout}
+		RedisURL: c.RedisURL, PostgresURL: c.PostgresURL, DynamoURL: c.DynamoURL, CheckTimeout: c.CheckTimeout}
+	if o.DynamoURL == "" {
+		o.DynamoURL = composeDynamoURL
+	}
 	for _, b := range c.Backends {
 		o.Backends = append(o.Backends, harness.Backend(b))
 	}
@@ -73,6 +77,7 @@ func (c *matrixCmd) options(reg *harness.Registry) (matrix.Options, error) {
 	}{
 		{"redis", "--redis-url", c.RedisURL, []string{"redis", "rediss", "unix"}},
 		{"postgres", "--postgres-url", c.PostgresURL, nil},
+		{"dynamodb", "--dynamo-url", o.DynamoURL, []string{"http", "https"}},
 		{"rabbitmq", "--amqp-url", o.AMQPURL, []string{"amqp", "amqps"}},
 		{"nats", "--nats-url", o.NATSURL, []string{"nats", "tls", "ws", "wss"}},
 	} {

@@ -17,7 +17,7 @@ import (
 
 // runCmd is `idembench run`.
 type runCmd struct {
-	Backend  string        `help:"Store backend: memory, redis or postgres." default:"memory" enum:"memory,redis,postgres"`
+	Backend  string        `help:"Store backend: memory, redis, postgres or dynamodb (endpoint: $IDEM_DYNAMO_URL, else http://127.0.0.1:8000)." default:"memory" enum:"memory,redis,postgres,dynamodb"`
 	Engine   string        `help:"Engine under test (this binary: ${engines})." default:"idem" placeholder:"NAME"`
 	Sink     string        `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (the engine's transactional mode: Postgres)." default:"fenced" enum:"plain,fenced,tx"`
 	Recovery bool          `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`

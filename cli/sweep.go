@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/idembench/idembench/backends/dynamostore"
 	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/harness/engines"
 	"github.com/idembench/idembench/scenarios"
 	"github.com/idembench/idembench/sweep"
 	"github.com/idembench/idembench/workload"
@@ -17,20 +20,21 @@ import (
 
 // sweepCmd is `idembench sweep`: latency against load, per backend.
 type sweepCmd struct {
-	Backends    []string      `help:"Store backends to sweep, one curve each, each at most once: memory, redis, postgres." default:"memory" sep:","`
-	Engine      string        `help:"Engine to sweep (this binary: ${engines})." default:"idem" placeholder:"NAME"`
-	Sink        string        `help:"Effect sink: plain, fenced or tx." default:"fenced" enum:"plain,fenced,tx"`
-	Scenario    string        `help:"Traffic of every step: a built-in scenario or a YAML file (faults included, if it has any)." default:"capacity" placeholder:"NAME|FILE"`
-	Clients     int           `help:"Concurrent clients, or open-loop workers: 0 (the scenario's) or 1 to 10000."`
-	Step        time.Duration `help:"Length of each step (a run; long enough to settle): 500ms to 1h." default:"4s"`
-	Steps       int           `help:"Open-loop steps, geometric from --lo to --hi times the closed-loop rate: 1 to 50." default:"8"`
-	Lo          float64       `help:"Lowest offered load, as a fraction of the closed-loop rate: above 0 and below --hi." default:"0.1"`
-	Hi          float64       `help:"Highest offered load, as a fraction of the closed-loop rate: above --lo and at most 10." default:"1.5"`
-	SLOP99      time.Duration `help:"Latency objective: the maximum sustainable rate is the highest achieved rate with p99 at most this; above 0 and at most 1h." default:"50ms" name:"slo-p99"`
-	Seed        int64         `help:"Seed of every step: 0 to 2^53-1; 0 picks one (printed)."`
-	RedisURL    string        `help:"Redis URL (default: $IDEM_REDIS_URL, else redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
-	PostgresURL string        `help:"PostgreSQL URL (default: $IDEM_POSTGRES_URL, else the docker-compose.yml server)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
-	Out         string        `help:"Directory for sweep.json, capacity.md and knee.png/.svg (default: ./idembench-out/sweep-<timestamp>): missing, empty, or an earlier idembench output, which is replaced." placeholder:"DIR"`
+	Backends     []string      `help:"Store backends to sweep, one curve each, each at most once: memory, redis, postgres, dynamodb ($IDEM_DYNAMO_URL)." default:"memory" sep:","`
+	DynamoPrices string        `help:"DynamoDB price table for the cost column, a JSON file: {\"region\", \"date\", \"source\", \"write_per_million\", \"read_per_million\"} (default: us-east-1 on-demand of 2024-11-01)." type:"existingfile" placeholder:"FILE"`
+	Engine       string        `help:"Engine to sweep (this binary: ${engines})." default:"idem" placeholder:"NAME"`
+	Sink         string        `help:"Effect sink: plain, fenced or tx." default:"fenced" enum:"plain,fenced,tx"`
+	Scenario     string        `help:"Traffic of every step: a built-in scenario or a YAML file (faults included, if it has any)." default:"capacity" placeholder:"NAME|FILE"`
+	Clients      int           `help:"Concurrent clients, or open-loop workers: 0 (the scenario's) or 1 to 10000."`
+	Step         time.Duration `help:"Length of each step (a run; long enough to settle): 500ms to 1h." default:"4s"`
+	Steps        int           `help:"Open-loop steps, geometric from --lo to --hi times the closed-loop rate: 1 to 50." default:"8"`
+	Lo           float64       `help:"Lowest offered load, as a fraction of the closed-loop rate: above 0 and below --hi." default:"0.1"`
+	Hi           float64       `help:"Highest offered load, as a fraction of the closed-loop rate: above --lo and at most 10." default:"1.5"`
+	SLOP99       time.Duration `help:"Latency objective: the maximum sustainable rate is the highest achieved rate with p99 at most this; above 0 and at most 1h." default:"50ms" name:"slo-p99"`
+	Seed         int64         `help:"Seed of every step: 0 to 2^53-1; 0 picks one (printed)."`
+	RedisURL     string        `help:"Redis URL (default: $IDEM_REDIS_URL, else redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
+	PostgresURL  string        `help:"PostgreSQL URL (default: $IDEM_POSTGRES_URL, else the docker-compose.yml server)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
+	Out          string        `help:"Directory for sweep.json, capacity.md and knee.png/.svg (default: ./idembench-out/sweep-<timestamp>): missing, empty, or an earlier idembench output, which is replaced." placeholder:"DIR"`
 }
 
 // spec checks every flag, without running or writing anything, and
@@ -61,11 +65,16 @@ func (c *sweepCmd) spec(reg *harness.Registry) (sweep.Spec, error) {
 	if err != nil {
 		return sweep.Spec{}, usage("--scenario: %w", err)
 	}
+	if c.DynamoPrices != "" {
+		if err := loadDynamoPrices(c.DynamoPrices); err != nil {
+			return sweep.Spec{}, usage("--dynamo-prices: %v", err)
+		}
+	}
 	sp := sweep.Spec{Step: c.Step, Steps: c.Steps, Lo: c.Lo, Hi: c.Hi, SLOP99: c.SLOP99, Seed: harness.Seed(c.Seed)}
 	for i, b := range c.Backends {
 		backend, err := harness.ParseBackend(b)
 		if err != nil {
-			return sp, usage("--backends: %q is not memory, redis or postgres", b)
+			return sp, usage("--backends: %q is not memory, redis, postgres or dynamodb", b)
 		}
 		if slices.Contains(c.Backends[:i], b) {
 			return sp, usage("--backends: %s is given twice", b)
@@ -197,4 +206,20 @@ Examples:
 ` + exitHelp(exitOK, exitViolation, exitUsage, exitEnvironment, exitInterrupted) + `
 1 means a step found a violation (the curve is then of an unsafe
 configuration).`
+}
+
+// loadDynamoPrices makes the price table in file the one DynamoDB runs
+// are billed at.
+func loadDynamoPrices(file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	p, err := dynamostore.LoadPrices(f)
+	if err != nil {
+		return err
+	}
+	engines.DynamoPrices = p
+	return nil
 }

@@ -19,10 +19,11 @@ const (
 	Memory   Backend = "memory"
 	Redis    Backend = "redis"
 	Postgres Backend = "postgres"
+	DynamoDB Backend = "dynamodb"
 )
 
 // Backends lists every Backend, in a fixed order.
-var Backends = []Backend{Memory, Redis, Postgres}
+var Backends = []Backend{Memory, Redis, Postgres, DynamoDB}
 
 // Persistent reports whether the backend keeps keys across runs (the keys
 // of a run then get a per-run prefix).

@@ -40,6 +40,9 @@ type Outcome struct {
 	Dir string
 	// Replay is the command line that repeats the run.
 	Replay string
+	// Usage is what the store asked of its backend during the traffic,
+	// when the store reports it (UsageReporter); nil otherwise.
+	Usage *StoreUsage
 }
 
 // Verdict returns the checker's verdict.
@@ -83,6 +86,11 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 	wctx, stopWatch := p.WatchBackend(ctx)
 	res, err := workload.Run(wctx, cfg)
 	stop()
+	var usage *StoreUsage
+	if u, ok := cfg.Store.(UsageReporter); ok {
+		v := u.RunUsage()
+		usage = &v
+	}
 	if werr := stopWatch(); werr != nil && ctx.Err() == nil {
 		return nil, werr
 	}
@@ -113,7 +121,7 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 	history.SortByCall(h.Ops)
 	h.ResolveEffects(func(op *history.Op) (bool, bool) { return lookup(op.Key, op.Exec) })
 	o := &Outcome{History: h, DriverOpsPerSec: res.OpsPerSec(), Ledger: ledger.Stats(),
-		Duration: cfg.Duration, Clients: cfg.Clients, Replay: ReplayCommand(p.Spec, cfg)}
+		Duration: cfg.Duration, Clients: cfg.Clients, Replay: ReplayCommand(p.Spec, cfg), Usage: usage}
 	return p.Finish(o)
 }
 

@@ -157,6 +157,12 @@ func Cells(quick bool, backends []harness.Backend, ps Servers) []*Cell {
 	l.processes(Tx, harness.Postgres, true, true)
 	l.net(Tx, harness.Postgres)
 	l.pgRestart(Tx)
+	// DynamoDB: in-process faults and network loss; no worker processes
+	// (their effect ledgers live in Redis or PostgreSQL), no restart.
+	for _, cfg := range []Config{Plain, Fenced, Recovery} {
+		l.inProcess(cfg, harness.DynamoDB)
+		l.net(cfg, harness.DynamoDB)
+	}
 	l.failoverColumn()
 	l.brokerRows(false)
 	return l.out

@@ -20,7 +20,7 @@ const (
 )
 
 // Backends lists the backends a matrix has cells on, in a fixed order.
-var Backends = []harness.Backend{harness.Memory, harness.Redis, harness.Postgres, RabbitMQ, NATS}
+var Backends = []harness.Backend{harness.Memory, harness.Redis, harness.Postgres, harness.DynamoDB, RabbitMQ, NATS}
 
 // Faults lists the matrix's columns.
 var Faults = []Fault{Crash, Pause, Dup, Net, Restart, Failover, CrashBeforeAck}

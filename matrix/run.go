@@ -33,6 +33,9 @@ type Options struct {
 	// RedisURL and PostgresURL are the servers of the cells without a
 	// restart; empty means the private servers'.
 	RedisURL, PostgresURL string
+	// DynamoURL is the DynamoDB endpoint of the dynamodb cells (no private
+	// server: they have no restart or failover column).
+	DynamoURL string
 	// Servers are the private servers of the restart cells.
 	Servers Servers
 	// CheckTimeout is each cell's linearizability budget, at most
@@ -122,6 +125,8 @@ func (o *Options) spec(c *Cell) harness.Spec {
 		sp.URL = orServer(o.RedisURL, o.Servers.RedisNone)
 	case harness.Postgres:
 		sp.URL = orServer(o.PostgresURL, o.Servers.Postgres)
+	case harness.DynamoDB:
+		sp.URL = o.DynamoURL
 	}
 	return sp
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot/plotter"
@@ -34,6 +35,13 @@ type CapacityCurve struct {
 	ClosedLoopPerS     float64
 	MaxSustainablePerS float64
 	Points             []CapacityPoint
+	// RequestsPerDo and DollarsPerMillionDo are the cost model of the
+	// closed-loop run, when the store counts its requests (0 otherwise):
+	// backend requests per Do call, and the bill of a million Do calls at
+	// the price table Prices names.
+	RequestsPerDo       float64
+	DollarsPerMillionDo float64
+	Prices              string
 }
 
 // WriteCapacity writes into dir the knee plot (latency percentiles against
@@ -66,13 +74,27 @@ func WriteCapacity(dir string, curves []CapacityCurve, sloP99Ms float64) (string
 // every step, as Markdown.
 func CapacityMarkdownTable(curves []CapacityCurve, sloP99Ms float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Capacity at p99 ≤ %s ms\n\n| configuration | closed-loop calls/s | max sustainable calls/s |\n|---|---|---|\n", num(sloP99Ms))
+	fmt.Fprintf(&b, "## Capacity at p99 ≤ %s ms\n\n| configuration | closed-loop calls/s | max sustainable calls/s | requests/Do | $ per million Do |\n|---|---|---|---|---|\n", num(sloP99Ms))
+	var prices []string
 	for _, c := range curves {
 		sus := "none"
 		if c.MaxSustainablePerS > 0 {
 			sus = num(c.MaxSustainablePerS)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", c.Label, num(c.ClosedLoopPerS), sus)
+		req, cost := "—", "—"
+		if c.RequestsPerDo > 0 {
+			req = fmt.Sprintf("%.2f", c.RequestsPerDo)
+		}
+		if c.Prices != "" {
+			cost = fmt.Sprintf("%.3f", c.DollarsPerMillionDo)
+			if !slices.Contains(prices, c.Prices) {
+				prices = append(prices, c.Prices)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", c.Label, num(c.ClosedLoopPerS), sus, req, cost)
+	}
+	if len(prices) > 0 {
+		b.WriteString("\nCost of the closed-loop run (— : the store does not count its requests). Prices: " + strings.Join(prices, "; ") + ".\n")
 	}
 	b.WriteString("\n| configuration | offered/s | achieved/s | p50 ms | p99 ms | p99.9 ms | errors | verdict | within objective |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range curves {

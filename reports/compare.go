@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -68,6 +69,9 @@ type ComparisonRow struct {
 	// Unmeasured reports a run with no measured call (every call of it
 	// never returned); its latency cells read "—" (Unmeasured).
 	Unmeasured bool
+	// Cost is the run's cost model, nil when its store does not count
+	// requests; the table has cost columns when any row has one.
+	Cost *Cost
 }
 
 // Comparison is the side-by-side table of several runs, in the order given.
@@ -89,6 +93,7 @@ func Compare(runs []Run) Comparison {
 			Calls: s.Counts.Calls, Violations: s.ViolationCount(),
 			ThroughputPerS: s.ThroughputPerS, ErrorRate: s.ErrorRate,
 			P50Ms: o.P50Ms, P99Ms: o.P99Ms, P999Ms: o.P999Ms, MaxMs: o.MaxMs, Unmeasured: o.Measured == 0 && o.MaxMs == 0,
+			Cost: s.Cost,
 		})
 	}
 	return c
@@ -96,9 +101,49 @@ func Compare(runs []Run) Comparison {
 
 var compareHeader = []string{"run", "verdict", "violations", "calls", "throughput (ops/s)", "error rate", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", "max (ms)"}
 
+// costHeader is the cost columns, added when a row has a cost model.
+var costHeader = []string{"requests/Do", "$ per million Do"}
+
 func (r ComparisonRow) cells() []string {
 	return []string{r.Label, r.Verdict, count(r.Violations), count(r.Calls), num(r.ThroughputPerS), percent(r.ErrorRate),
 		r.lat(r.P50Ms), r.lat(r.P99Ms), r.lat(r.P999Ms), r.lat(r.MaxMs)}
+}
+
+// row returns the cells of r, with the cost columns when cost is set.
+func (r ComparisonRow) row(cost bool) []string {
+	out := r.cells()
+	switch {
+	case !cost:
+	case r.Cost == nil:
+		out = append(out, Unmeasured, Unmeasured)
+	case r.Cost.Prices == "":
+		out = append(out, fmt.Sprintf("%.2f", r.Cost.RequestsPerDo), Unmeasured)
+	default:
+		out = append(out, fmt.Sprintf("%.2f", r.Cost.RequestsPerDo), fmt.Sprintf("%.3f", r.Cost.DollarsPerMillionDo))
+	}
+	return out
+}
+
+// header returns the table's columns: the cost columns too when a row has
+// a cost model.
+func (c Comparison) header() ([]string, bool) {
+	for _, r := range c.Rows {
+		if r.Cost != nil {
+			return append(slices.Clone(compareHeader), costHeader...), true
+		}
+	}
+	return compareHeader, false
+}
+
+// prices lists the price tables the rows' costs were billed at.
+func (c Comparison) prices() []string {
+	var out []string
+	for _, r := range c.Rows {
+		if r.Cost != nil && r.Cost.Prices != "" && !slices.Contains(out, r.Cost.Prices) {
+			out = append(out, r.Cost.Prices)
+		}
+	}
+	return out
 }
 
 func (r ComparisonRow) lat(ms float64) string {
@@ -112,11 +157,12 @@ func (r ComparisonRow) lat(ms float64) string {
 // line, then one line per run; labels and verdicts are left-aligned,
 // figures right-aligned.
 func (c Comparison) Text() string {
-	rows := [][]string{compareHeader}
+	header, cost := c.header()
+	rows := [][]string{header}
 	for _, r := range c.Rows {
-		rows = append(rows, r.cells())
+		rows = append(rows, r.row(cost))
 	}
-	width := make([]int, len(compareHeader))
+	width := make([]int, len(header))
 	for _, row := range rows {
 		for i, cell := range row {
 			width[i] = max(width[i], utf8.RuneCountInString(cell))
@@ -144,12 +190,16 @@ func (c Comparison) Text() string {
 // Markdown returns the table as a GitHub Markdown table.
 func (c Comparison) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| " + strings.Join(compareHeader, " | ") + " |\n|---|---|")
-	b.WriteString(strings.Repeat("---:|", len(compareHeader)-2) + "\n")
+	header, cost := c.header()
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n|---|---|")
+	b.WriteString(strings.Repeat("---:|", len(header)-2) + "\n")
 	for _, r := range c.Rows {
-		cells := r.cells()
+		cells := r.row(cost)
 		cells[0] = mdCell(cells[0])
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+	}
+	if p := c.prices(); len(p) > 0 {
+		b.WriteString("\nPrices: " + strings.Join(p, "; ") + ".\n")
 	}
 	return b.String()
 }

@@ -43,6 +43,9 @@ type Options struct {
 	// Thresholds, when set, are checked and their misses reported in
 	// summary.json and report.md.
 	Thresholds *Thresholds
+	// Cost, when set, is the store's usage (requests, units, dollars);
+	// NewSummary divides it by the run's Do calls into Summary.Cost.
+	Cost *Cost
 }
 
 // WriteRunReport measures h and writes the run's reports into dir (created

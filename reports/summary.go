@@ -55,6 +55,26 @@ type Summary struct {
 	FaultWindows   []WindowSummary  `json:"fault_windows"`
 	Timeline       TimelineSummary  `json:"timeline"`
 	Thresholds     *ThresholdResult `json:"thresholds,omitempty"`
+	// Cost is what the store asked of its backend, when it counts its
+	// requests (Options.Cost); nil otherwise.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is the cost model of a run: the backend requests and capacity units
+// the store used for the run's Do calls (clients' calls and probes), and,
+// for a backend billed per request, the bill at the price table Prices
+// names.
+type Cost struct {
+	DoCalls    int     `json:"do_calls"`
+	Requests   int64   `json:"requests"`
+	ReadUnits  float64 `json:"read_units"`
+	WriteUnits float64 `json:"write_units"`
+	Dollars    float64 `json:"dollars"`
+	Prices     string  `json:"prices,omitempty"`
+	// RequestsPerDo and DollarsPerMillionDo divide by DoCalls (zero when
+	// there was no call).
+	RequestsPerDo       float64 `json:"requests_per_do"`
+	DollarsPerMillionDo float64 `json:"dollars_per_million_do"`
 }
 
 // InvariantSummary is one checker.InvariantResult.
@@ -210,6 +230,15 @@ func NewSummary(m *Measurement, rep *checker.Report, opts Options) *Summary {
 			}
 			s.Counts.FaultKinds[string(w.Kind)]++
 		}
+	}
+	if opts.Cost != nil {
+		c := *opts.Cost
+		c.DoCalls = m.Calls + m.Probes
+		if c.DoCalls > 0 {
+			c.RequestsPerDo = roundTo(float64(c.Requests)/float64(c.DoCalls), 4)
+			c.DollarsPerMillionDo = c.Dollars / float64(c.DoCalls) * 1e6
+		}
+		s.Cost = &c
 	}
 	if s.Spectrum == nil {
 		s.Spectrum = []SpectrumPoint{}

@@ -120,6 +120,26 @@ type Step struct {
 	Sustainable bool `json:"sustainable"`
 	// Replay is the command that repeats the step.
 	Replay string `json:"replay"`
+	// The cost model, when the store counts its requests
+	// (harness.UsageReporter: DynamoDB): DoCalls is the Do calls of the
+	// step (clients' calls and probes), Requests, ReadUnits and WriteUnits
+	// what they asked of the backend, DollarsPerMillionDo the bill of a
+	// million such calls at the price table Prices names.
+	DoCalls             int     `json:"do_calls,omitempty"`
+	Requests            int64   `json:"requests,omitempty"`
+	ReadUnits           float64 `json:"read_units,omitempty"`
+	WriteUnits          float64 `json:"write_units,omitempty"`
+	DollarsPerMillionDo float64 `json:"dollars_per_million_do,omitempty"`
+	Prices              string  `json:"prices,omitempty"`
+}
+
+// RequestsPerDo is the backend requests per Do call of s; 0 when the store
+// does not count them.
+func (s Step) RequestsPerDo() float64 {
+	if s.DoCalls == 0 {
+		return 0
+	}
+	return float64(s.Requests) / float64(s.DoCalls)
 }
 
 // Curve is the sweep of one target.
@@ -269,6 +289,10 @@ func runStep(ctx context.Context, sp *Spec, t Target, rate float64) (Step, error
 	s := Step{
 		Offered: rate, Achieved: sum.ThroughputPerS, P50Ms: lat.P50Ms, P99Ms: lat.P99Ms, P999Ms: lat.P999Ms,
 		ErrorRate: sum.ErrorRate, LateSends: sum.LateSends.Count, Verdict: string(out.Verdict()), Replay: out.Replay,
+	}
+	if c := sum.Cost; c != nil {
+		s.DoCalls, s.Requests, s.ReadUnits, s.WriteUnits = c.DoCalls, c.Requests, c.ReadUnits, c.WriteUnits
+		s.DollarsPerMillionDo, s.Prices = c.DollarsPerMillionDo, c.Prices
 	}
 	s.Sustainable = rate > 0 && s.Verdict == string(checker.VerdictOK) && lat.Measured > 0 &&
 		s.P99Ms <= ms(sp.SLOP99) && s.ErrorRate <= sp.MaxErrorRate

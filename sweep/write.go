@@ -33,7 +33,8 @@ func Write(dir string, res *Result) (string, error) {
 func (r *Result) CapacityCurves() []reports.CapacityCurve {
 	out := make([]reports.CapacityCurve, len(r.Curves))
 	for i, c := range r.Curves {
-		cc := reports.CapacityCurve{Label: c.Label, ClosedLoopPerS: c.ClosedLoop.Achieved, MaxSustainablePerS: c.MaxSustainable}
+		cc := reports.CapacityCurve{Label: c.Label, ClosedLoopPerS: c.ClosedLoop.Achieved, MaxSustainablePerS: c.MaxSustainable,
+			RequestsPerDo: c.ClosedLoop.RequestsPerDo(), DollarsPerMillionDo: c.ClosedLoop.DollarsPerMillionDo, Prices: c.ClosedLoop.Prices}
 		for _, s := range c.Steps {
 			cc.Points = append(cc.Points, reports.CapacityPoint{
 				OfferedPerS: s.Offered, AchievedPerS: s.Achieved, P50Ms: s.P50Ms, P99Ms: s.P99Ms, P999Ms: s.P999Ms,

@@ -77,6 +77,9 @@ func Purge(ctx context.Context, backend harness.Backend, url string, o PurgeOpti
 
 // purgeRun is the reference engine's harness.PurgeFunc.
 func purgeRun(ctx context.Context, env harness.Env) error {
+	if env.Backend == harness.DynamoDB {
+		return purgeDynamo(ctx, env.URL, env.Prefix)
+	}
 	_, err := Purge(ctx, env.Backend, env.URL, PurgeOptions{Prefix: env.Prefix})
 	return err
 }

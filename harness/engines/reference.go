@@ -43,6 +43,8 @@ func openReference(ctx context.Context, env harness.Env) (idem.Store, io.Closer,
 		return openRedis(ctx, env)
 	case harness.Postgres:
 		return openPostgres(ctx, env)
+	case harness.DynamoDB:
+		return openDynamo(ctx, env)
 	}
 	st := memstore.New(memstore.Options{Clock: env.Clock})
 	return st, closerFunc(func() error { st.Close(); return nil }), nil

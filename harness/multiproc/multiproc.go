@@ -115,6 +115,8 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 		return nil, harness.ConfigError("workers: %d is above the limit of %d", workers, MaxWorkers)
 	case !sp.Backend.Persistent():
 		return nil, harness.ConfigError("worker processes need backend redis or postgres (effects must outlive a worker)")
+	case sp.Backend == harness.DynamoDB:
+		return nil, harness.ConfigError("worker processes need backend redis or postgres (their effect ledger lives there); run dynamodb in one process")
 	}
 	p, err := harness.Prepare(ctx, sp)
 	if err != nil {

@@ -56,6 +56,13 @@ type conformanceYAML struct {
 	IsolationPath    string            `yaml:"isolation_path"`
 	IsolationHeaders map[string]string `yaml:"isolation_headers"`
 	Deviations       map[string]string `yaml:"deviations"`
+	Fingerprint      fingerprintYAML   `yaml:"fingerprint"`
+}
+
+type fingerprintYAML struct {
+	JSON    string `yaml:"json"`
+	Numbers string `yaml:"numbers"`
+	Query   string `yaml:"query"`
 }
 
 // duration is a YAML duration: "250ms", "2s" or 0, never negative.
@@ -140,6 +147,7 @@ func (f *targetFile) target(source string) *Target {
 		Conformance: Conformance{
 			Skip: f.Conformance.Skip, IsolationPath: f.Conformance.IsolationPath,
 			IsolationHeaders: f.Conformance.IsolationHeaders, Deviations: f.Conformance.Deviations,
+			Fingerprint: FingerprintRules(f.Conformance.Fingerprint),
 		},
 		Source: source,
 	}

@@ -71,6 +71,10 @@ type Spec struct {
 	// ReplayCommand is printed in the reports as the way to reproduce the
 	// run.
 	ReplayCommand string
+	// FuzzFingerprint, when above 0, runs the fingerprint fuzzer after the
+	// conformance probes: that many variants of the operation, each on a
+	// key of its own (see fuzz.go); at most MaxFuzzCases.
+	FuzzFingerprint int
 }
 
 // Outcome is the result of a run.
@@ -95,6 +99,9 @@ type Outcome struct {
 	Notes []string
 	// Dir is the run directory written, "" when none.
 	Dir string
+	// Fingerprint lists the fingerprint fuzzer's cases; empty unless
+	// Spec.FuzzFingerprint is above 0.
+	Fingerprint []FuzzCase
 }
 
 // Validate checks spec as Run does before it starts anything, and starts
@@ -116,6 +123,9 @@ func (s *Spec) validate() error {
 	}
 	if s.CheckTimeout < 0 || s.CheckTimeout > MaxCheckTimeout {
 		return usagef("check_timeout: %s is not between 0 and %s", s.CheckTimeout, MaxCheckTimeout)
+	}
+	if s.FuzzFingerprint < 0 || s.FuzzFingerprint > MaxFuzzCases {
+		return usagef("fuzz_fingerprint: %d is not between 0 and %d", s.FuzzFingerprint, MaxFuzzCases)
 	}
 	if len(s.Faults) > MaxFaults {
 		return usagef("faults: %d entries, above the limit of %d", len(s.Faults), MaxFaults)
@@ -306,6 +316,9 @@ func (r *runner) run(ctx context.Context) (Outcome, error) {
 	if !t.Conformance.Skip {
 		p := &prober{t: t, client: client, base: base, ds: r.ds, svc: &r.fields, seed: spec.Seed, prefix: "c" + nonce}
 		out.Conformance = p.run(tctx)
+	}
+	if err := r.fuzz(tctx, client, base, nonce, &out); err != nil {
+		return out, err
 	}
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("blackbox: %w (during the conformance probes; nothing written)", context.Cause(ctx))

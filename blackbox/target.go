@@ -151,6 +151,9 @@ type Conformance struct {
 	// by probe id (see ProbeIDs), with the reason; a failed declared probe
 	// is reported as a deviation and does not fail the run.
 	Deviations map[string]string
+	// Fingerprint declares which requests the service's fingerprint takes
+	// for the same one, for the fingerprint fuzzer (Spec.FuzzFingerprint).
+	Fingerprint FingerprintRules
 }
 
 // Fields are the values a template can use. Every field is a function of
@@ -270,9 +273,12 @@ func (s *Start) validate() error {
 
 func (c *Conformance) validate() error {
 	for id := range c.Deviations {
-		if !slices.Contains(ProbeIDs, id) {
-			return fmt.Errorf("deviations: unknown probe %q (want one of %s)", id, strings.Join(ProbeIDs, ", "))
+		if !slices.Contains(ProbeIDs, id) && !slices.Contains(FuzzProbeIDs, id) {
+			return fmt.Errorf("deviations: unknown probe %q (want one of %s)", id, strings.Join(slices.Concat(ProbeIDs, FuzzProbeIDs), ", "))
 		}
+	}
+	if err := c.Fingerprint.validate(); err != nil {
+		return err
 	}
 	if p := c.IsolationPath; p != "" && !strings.HasPrefix(p, "/") {
 		return fmt.Errorf("isolation_path: %q must start with /", p)

@@ -1,0 +1,160 @@
+package blackbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/checker"
+	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/internal/testenv"
+	"github.com/idembench/idembench/workload"
+)
+
+// npmModules installs examples/npmservice's dependencies (npm ci, from its
+// lockfile) once per lockfile into the user's cache directory and returns
+// the node_modules directory. It skips the test when node or npm is not in
+// PATH.
+func npmModules(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not in PATH: examples/npmservice (express-idempotency) not checked", tool)
+		}
+	}
+	lock, err := os.ReadFile("../examples/npmservice/package-lock.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := os.ReadFile("../examples/npmservice/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	sum := sha256.Sum256(append(append([]byte{}, pkg...), lock...))
+	dir := filepath.Join(cache, "idembench", "npmservice-"+hex.EncodeToString(sum[:6]))
+	modules := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, "express-idempotency", "package.json")); err == nil {
+		return modules
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "npmservice-install-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	for name, b := range map[string][]byte{"package.json": pkg, "package-lock.json": lock} {
+		if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = tmp
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci for examples/npmservice: %v\n%s", err, out)
+	}
+	// Another test process may have installed it meanwhile: either copy
+	// is the same lockfile's.
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(modules, "express-idempotency", "package.json")); serr != nil {
+			t.Fatal(err)
+		}
+	}
+	return modules
+}
+
+// npmTarget loads examples/npmservice/target.yaml, with extra arguments
+// appended to its command; it runs from the repository root.
+func npmTarget(t *testing.T, modules string, extra ...string) *Target {
+	t.Helper()
+	tg, err := LoadTarget("../examples/npmservice/target.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Start.Dir = ".."
+	tg.Start.Env = map[string]string{"NODE_PATH": modules}
+	tg.Start.Command = append(tg.Start.Command, extra...)
+	return tg
+}
+
+// TestNpmService runs examples/npmservice, a service on the npm registry's
+// express-idempotency 1.0.6: configured correctly it passes (its one
+// deviation from the draft declared), and the library's flaws are caught
+// with their class: the Redis adapter's claim (GET, then SET without NX)
+// double-charges (I1), the key is not scoped by path (the isolation row),
+// and the middleware mounted before the body parser answers different
+// requests with the first answer (a false replay of the fuzzer).
+func TestNpmService(t *testing.T) {
+	modules := npmModules(t)
+	spec := func(tg *Target, seed int64, d time.Duration, faults ...chaos.Fault) Spec {
+		return Spec{
+			Target: tg, Seed: seed, Duration: d, Clients: 4, FuzzFingerprint: 8, Faults: faults,
+			Keys:  workload.Keys{Concurrent: 1, Delayed: 1, Delay: 30 * time.Millisecond, MismatchRate: 0.05},
+			Retry: workload.Retry{MaxAttempts: 6, Timeout: 500 * time.Millisecond, Backoff: 20 * time.Millisecond},
+		}
+	}
+	t.Run("correct", func(t *testing.T) {
+		out, err := Run(context.Background(), spec(npmTarget(t, modules), 5, time.Second,
+			chaos.Fault{Kind: history.FaultDropReplies}, chaos.Fault{Kind: history.FaultPause}))
+		if err != nil {
+			t.Fatalf("express-idempotency, memory store: %v (violations %+v, conformance %+v)", err, out.Check.Violations, out.Conformance)
+		}
+		if out.Check.Stats.Effects < 5 {
+			t.Errorf("only %d effects recorded", out.Check.Stats.Effects)
+		}
+		want := map[string]string{ProbeIsolation: ProbeDeviation, ProbeFingerprintSame: ProbePass, ProbeFingerprintDifferent: ProbePass, ProbeMismatch: ProbePass}
+		for id, status := range want {
+			if r := row(t, out, id); r.Status != status {
+				t.Errorf("row %s: %s (%s), want %s", id, r.Status, r.Observed, status)
+			}
+		}
+		for _, c := range out.Fingerprint {
+			if c.Variant == "number forms" {
+				return
+			}
+		}
+		t.Errorf("no number-forms variant sent, though the target declares numbers: value: %+v", out.Fingerprint)
+	})
+	t.Run("isolation-undeclared", func(t *testing.T) {
+		tg := npmTarget(t, modules)
+		tg.Conformance.Deviations = nil
+		out, err := Run(context.Background(), Spec{Target: tg, Seed: 6, Duration: 100 * time.Millisecond, Clients: 2})
+		if !errors.Is(err, ErrConformance) {
+			t.Fatalf("unscoped keys not reported: err %v, conformance %+v", err, out.Conformance)
+		}
+		if r := row(t, out, ProbeIsolation); r.Status != ProbeFail {
+			t.Errorf("isolation row %+v, want fail", r)
+		}
+	})
+	t.Run("redis-claim-without-nx", func(t *testing.T) {
+		url := testenv.RedisURL(t)
+		tg := npmTarget(t, modules, "--store", "redis", "--redis-url", url, "--ttl", "60")
+		out, err := Run(context.Background(), spec(tg, 7, time.Second))
+		if !errors.Is(err, ErrViolation) || out.Check.Result(checker.I1AtMostOnce).Violations == 0 {
+			t.Fatalf("the Redis adapter's double charges not caught as I1: err %v, violated %v", err, out.Check.Violated())
+		}
+		t.Logf("Redis adapter: %d keys charged more than once", out.Check.Result(checker.I1AtMostOnce).Violations)
+	})
+	t.Run("mounted-before-body-parser", func(t *testing.T) {
+		tg := npmTarget(t, modules, "--mount", "before-body-parser")
+		tg.Conformance.Skip = true
+		out, err := Run(context.Background(), spec(tg, 8, 200*time.Millisecond))
+		if !fuzzFinds(out, err, ProbeFingerprintDifferent, FuzzFalseReplay) {
+			t.Fatalf("body-blind mount not caught as a false replay: err %v, conformance %+v", err, out.Conformance)
+		}
+	})
+}

@@ -158,3 +158,42 @@ func TestNpmService(t *testing.T) {
 		}
 	})
 }
+
+// TestNpmServiceSweep runs examples/npmservice on IDEM_BLACKBOX_SWEEP
+// seeds: configured correctly (memory store, dropped replies and a pause,
+// the fuzzer) it must pass on every seed; on the Redis adapter its double
+// charges must be caught as I1 on at least 19 seeds in 20.
+func TestNpmServiceSweep(t *testing.T) {
+	n := sweepSeeds(t)
+	modules := npmModules(t)
+	url := testenv.RedisURL(t)
+	var clean, caught int
+	for seed := range int64(n) {
+		sp := Spec{
+			Target: npmTarget(t, modules), Seed: seed + 1, Duration: time.Second, Clients: 4, FuzzFingerprint: 8,
+			Faults: []chaos.Fault{{Kind: history.FaultDropReplies}, {Kind: history.FaultPause}},
+			Keys:   workload.Keys{Concurrent: 1, Delayed: 1, Delay: 30 * time.Millisecond, MismatchRate: 0.05},
+			Retry:  workload.Retry{MaxAttempts: 6, Timeout: 500 * time.Millisecond, Backoff: 20 * time.Millisecond},
+		}
+		if out, err := Run(context.Background(), sp); err == nil {
+			clean++
+		} else {
+			t.Logf("seed %d, correct configuration: %v; violations %+v; conformance %+v", seed+1, err, out.Check.Violations, out.Conformance)
+		}
+		sp.Target = npmTarget(t, modules, "--store", "redis", "--redis-url", url, "--ttl", "60")
+		sp.Faults, sp.FuzzFingerprint = nil, 0
+		sp.Target.Conformance.Skip = true
+		out, err := Run(context.Background(), sp)
+		if errors.Is(err, ErrViolation) && out.Check.Result(checker.I1AtMostOnce).Violations > 0 {
+			caught++
+		}
+	}
+	t.Logf("express-idempotency, memory store: passed on %d of %d seeds", clean, n)
+	t.Logf("express-idempotency-redis-adapter: double charges caught as I1 on %d of %d seeds", caught, n)
+	if clean != n {
+		t.Errorf("the correct configuration failed on %d of %d seeds", n-clean, n)
+	}
+	if caught*20 < n*19 {
+		t.Errorf("the Redis adapter's double charges caught on %d of %d seeds, want at least 19 in 20", caught, n)
+	}
+}

@@ -24,8 +24,9 @@ const (
 	// a 422 is a false 422.
 	ProbeFingerprintSame = "fingerprint-equivalent"
 	// ProbeFingerprintDifferent sends materially different requests (one
-	// field changed, a query parameter added) and expects 422; the first
-	// answer replayed is a false replay.
+	// field changed, a number or boolean sent as a string, a query
+	// parameter added) and expects 422; the first answer replayed is a
+	// false replay.
 	ProbeFingerprintDifferent = "fingerprint-different"
 )
 
@@ -105,8 +106,9 @@ const (
 type FuzzCase struct {
 	Key string `json:"key"`
 	// Variant names the change: "members reordered", "whitespace
-	// changed", "number forms", "field changed", "query parameter added",
-	// "body changed" (a body that is not JSON).
+	// changed", "number forms", "field changed", "type changed" (a number
+	// or boolean sent as a string), "query parameter added", "body
+	// changed" (a body that is not JSON).
 	Variant string `json:"variant"`
 	// Same is true for a variant that is the same request (the first
 	// answer must be replayed), false for a different one (422).
@@ -180,6 +182,25 @@ var fuzzVariants = []fuzzVariant{
 		i := rng.IntN(len(leaves))
 		leaves[i].change()
 		return n.text(compactStyle), in.r.path, paths[i], true
+	}},
+	{name: "type changed", make: func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
+		if in.node == nil {
+			return nil, "", "", false
+		}
+		n := in.node.clone()
+		leaves, paths := n.leaves()
+		var typed []int
+		for i, l := range leaves {
+			if l.kind == '0' || l.kind == 't' || l.kind == 'f' {
+				typed = append(typed, i)
+			}
+		}
+		if len(typed) == 0 {
+			return nil, "", "", false
+		}
+		i := typed[rng.IntN(len(typed))]
+		leaves[i].retype()
+		return n.text(compactStyle), in.r.path, paths[i] + " as a string", true
 	}},
 	{name: "body changed", make: func(in *fuzzInput, _ *rand.Rand) ([]byte, string, string, bool) {
 		if in.node != nil || len(in.r.body) == 0 {

@@ -95,6 +95,21 @@ func TestFuzzJSONFieldChangedChangesTheValue(t *testing.T) {
 		if len(leaves) == 0 {
 			t.Errorf("%s: no leaves", body)
 		}
+		retyped := 0
+		for i := range leaves {
+			c := n.clone()
+			l, _ := c.leaves()
+			if !l[i].retype() {
+				continue
+			}
+			retyped++
+			if cmp.Equal(values(t, []byte(body)), values(t, c.text(compactStyle))) {
+				t.Errorf("%s: retyping %s left the value as it was", body, paths[i])
+			}
+		}
+		if retyped == 0 {
+			t.Errorf("%s: nothing retyped", body)
+		}
 	}
 }
 
@@ -165,7 +180,7 @@ func TestFuzzFingerprint(t *testing.T) {
 				t.Errorf("case %+v: not a pass", c)
 			}
 		}
-		want := map[string]bool{"members reordered": true, "whitespace changed": true, "field changed": true, "query parameter added": true}
+		want := map[string]bool{"members reordered": true, "whitespace changed": true, "field changed": true, "type changed": true, "query parameter added": true}
 		if diff := cmp.Diff(want, kinds); diff != "" {
 			t.Errorf("variants sent (-want +got):\n%s", diff)
 		}
@@ -223,7 +238,7 @@ func TestFuzzFingerprintRules(t *testing.T) {
 		t.Errorf("default equivalent kinds %q", got)
 	}
 	tg.Conformance.Fingerprint = FingerprintRules{JSON: FingerprintRaw, Numbers: NumbersValue, Query: QueryIgnored}
-	if got, want := p.sameKinds()+" | "+p.differentKinds(), "number forms | field changed"; got != want {
+	if got, want := p.sameKinds()+" | "+p.differentKinds(), "number forms | field changed, type changed"; got != want {
 		t.Errorf("declared kinds %q, want %q", got, want)
 	}
 	yaml := strings.Replace(fmt.Sprintf(exampleYAML, "httpserver", ""), "conformance:\n", "conformance:\n  fingerprint: {numbers: value, query: ignored}\n", 1)

@@ -278,6 +278,20 @@ func (n *jsonNode) leaves() (nodes []*jsonNode, paths []string) {
 	return nodes, paths
 }
 
+// retype writes a number or a boolean as a string of the same text (100
+// as "100", true as "true") and reports whether n was one.
+func (n *jsonNode) retype() bool {
+	switch n.kind {
+	case '0':
+		n.kind, n.str = '"', n.lit
+	case 't', 'f':
+		n.kind, n.str = '"', map[byte]string{'t': "true", 'f': "false"}[n.kind]
+	default:
+		return false
+	}
+	return true
+}
+
 // change gives leaf another value of its kind: a number plus one, a
 // string with "-x" appended, a boolean negated, null made 0.
 func (n *jsonNode) change() {

@@ -97,7 +97,9 @@ func npmTarget(t *testing.T, modules string, extra ...string) *Target {
 // with their class: the Redis adapter's claim (GET, then SET without NX)
 // double-charges (I1), the key is not scoped by path (the isolation row),
 // and the middleware mounted before the body parser answers different
-// requests with the first answer (a false replay of the fuzzer); a key in
+// requests with the first answer (a false replay of the fuzzer), as does
+// the library's own intent validator for {"amount": "100"} after
+// {"amount": 100} (loose equality); a key in
 // flight when the service is killed stays in progress in Redis for the
 // adapter's TTL (24 h by default), so its retries never get an answer
 // (I6).
@@ -166,6 +168,19 @@ func TestNpmService(t *testing.T) {
 			t.Fatalf("keys left in progress by a crash not caught as I6: err %v, violated %v", err, out.Check.Violated())
 		}
 		t.Logf("Redis adapter after a kill: %d keys stuck in progress", out.Check.Result(checker.I6Liveness).Violations)
+	})
+	t.Run("library-intent-validator", func(t *testing.T) {
+		tg := npmTarget(t, modules, "--intent", "library")
+		tg.Conformance.Skip = true
+		out, err := Run(context.Background(), spec(tg, 10, 200*time.Millisecond))
+		if !fuzzFinds(out, err, ProbeFingerprintDifferent, FuzzFalseReplay) {
+			t.Fatalf("loose intent validator not caught as a false replay: err %v, conformance %+v", err, out.Conformance)
+		}
+		for _, c := range out.Fingerprint {
+			if c.Result == FuzzFalseReplay && c.Variant != "type changed" {
+				t.Errorf("false replay on %+v: only a number sent as a string should get one", c)
+			}
+		}
 	})
 	t.Run("mounted-before-body-parser", func(t *testing.T) {
 		tg := npmTarget(t, modules, "--mount", "before-body-parser")

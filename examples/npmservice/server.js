@@ -11,9 +11,12 @@
 // provider; POST URL/charges carries the key), --store memory|redis
 // (default memory: the library's in-memory adapter; redis:
 // express-idempotency-redis-adapter 1.0.8), --redis-url URL, --ttl SECONDS
-// (how long the Redis adapter keeps a key; default 600), and --mount
-// before-body-parser (a misconfiguration: the idempotency middleware runs
-// before express.json(), so it sees no body).
+// (how long the Redis adapter keeps a key; default 600), --intent
+// strict|library (default strict: a request is the same when its URL,
+// method, query and parsed body are deep-equal with strict equality;
+// library: the library's default validator, whose loose equality takes
+// "100" for 100), and --mount before-body-parser (a misconfiguration: the
+// idempotency middleware runs before express.json(), so it sees no body).
 //
 // What the application adds around the library, as its README leaves to
 // the application: a request without the key is refused with 400 (the
@@ -22,15 +25,25 @@
 // for a key reused with another request as 422 and its 409 with
 // Retry-After; a replayed answer carries "Idempotency-Replayed: true";
 // the route handler returns at once on a replay (isHit), as the README
-// says.
+// says; the intent validator compares with strict equality.
 'use strict';
 
 const express = require('express');
 const { idempotency, getSharedIdempotencyService } = require('express-idempotency');
+const deepEqual = require('deep-equal');
+
+// strictIntent is the library's default intent validator with strict
+// equality: {"amount": "100"} is not {"amount": 100}.
+const strictIntent = {
+  isValidIntent(req, orig) {
+    return req.url === orig.url && req.method === orig.method &&
+      deepEqual(req.query, orig.query, { strict: true }) && deepEqual(req.body, orig.body, { strict: true });
+  },
+};
 
 function parseArgs(argv) {
-  const opts = { addr: '127.0.0.1:8090', downstream: '', store: 'memory', redisUrl: process.env.IDEM_REDIS_URL || '', ttl: 600, mount: 'after-body-parser' };
-  const names = { '--addr': 'addr', '--downstream': 'downstream', '--store': 'store', '--redis-url': 'redisUrl', '--ttl': 'ttl', '--mount': 'mount' };
+  const opts = { addr: '127.0.0.1:8090', downstream: '', store: 'memory', redisUrl: process.env.IDEM_REDIS_URL || '', ttl: 600, intent: 'strict', mount: 'after-body-parser' };
+  const names = { '--addr': 'addr', '--downstream': 'downstream', '--store': 'store', '--redis-url': 'redisUrl', '--ttl': 'ttl', '--intent': 'intent', '--mount': 'mount' };
   for (let i = 0; i < argv.length; i++) {
     let [flag, value] = argv[i].split(/=(.*)/s, 2);
     const name = names[flag];
@@ -43,6 +56,7 @@ function parseArgs(argv) {
   }
   opts.ttl = Number(opts.ttl);
   if (!['memory', 'redis'].includes(opts.store)) throw new Error(`--store ${opts.store}: want memory or redis`);
+  if (!['strict', 'library'].includes(opts.intent)) throw new Error(`--intent ${opts.intent}: want strict or library`);
   if (!['after-body-parser', 'before-body-parser'].includes(opts.mount)) throw new Error(`--mount ${opts.mount}: want after-body-parser or before-body-parser`);
   if (opts.store === 'redis' && !opts.redisUrl) throw new Error('--store redis needs --redis-url (or IDEM_REDIS_URL)');
   if (!Number.isInteger(opts.ttl) || opts.ttl < 1) throw new Error(`--ttl ${opts.ttl}: want whole seconds, at least 1`);
@@ -95,7 +109,10 @@ async function main() {
     }
     nxt();
   };
-  const guard = idempotency({ dataAdapter: await dataAdapter(opts) });
+  const guard = idempotency({
+    dataAdapter: await dataAdapter(opts),
+    intentValidator: opts.intent === 'strict' ? strictIntent : undefined,
+  });
   const chain = opts.mount === 'before-body-parser'
     ? [requireKey, guard, express.json()]
     : [express.json(), requireKey, guard];

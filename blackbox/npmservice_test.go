@@ -91,6 +91,28 @@ func npmTarget(t *testing.T, modules string, extra ...string) *Target {
 	return tg
 }
 
+// redisRace is the run that finds the Redis adapter's racy claim: eight
+// clients, each request with two concurrent copies, no probes.
+func redisRace(tg *Target, seed int64) Spec {
+	tg.Conformance.Skip = true
+	return Spec{
+		Target: tg, Seed: seed, Duration: time.Second, Clients: 8,
+		Keys:  workload.Keys{Concurrent: 2, Delayed: 1, Delay: 30 * time.Millisecond},
+		Retry: workload.Retry{MaxAttempts: 6, Timeout: 500 * time.Millisecond, Backoff: 20 * time.Millisecond},
+	}
+}
+
+// redisKill is the run that finds keys the Redis adapter leaves in
+// progress after a crash: the service is killed half-way, while its
+// requests hold their keys during a provider call of 100 ms.
+func redisKill(tg *Target, seed int64) Spec {
+	sp := redisRace(tg, seed)
+	tg.Oracle.Latency = 100 * time.Millisecond
+	sp.Clients, sp.Keys.Concurrent = 4, 0
+	sp.Faults = []chaos.Fault{{Kind: history.FaultKill, Start: 500 * time.Millisecond}}
+	return sp
+}
+
 // TestNpmService runs examples/npmservice, a service on the npm registry's
 // express-idempotency 1.0.6: configured correctly it passes (its one
 // deviation from the draft declared), and the library's flaws are caught
@@ -148,10 +170,7 @@ func TestNpmService(t *testing.T) {
 	t.Run("redis-claim-without-nx", func(t *testing.T) {
 		url := testenv.RedisURL(t)
 		tg := npmTarget(t, modules, "--store", "redis", "--redis-url", url, "--ttl", "60")
-		tg.Conformance.Skip = true // the workload's concurrent copies find it
-		sp := spec(tg, 7, time.Second)
-		sp.FuzzFingerprint = 0
-		out, err := Run(context.Background(), sp)
+		out, err := Run(context.Background(), redisRace(tg, 7))
 		if !errors.Is(err, ErrViolation) || out.Check.Result(checker.I1AtMostOnce).Violations == 0 {
 			t.Fatalf("the Redis adapter's double charges not caught as I1: err %v, violated %v", err, out.Check.Violated())
 		}
@@ -160,10 +179,7 @@ func TestNpmService(t *testing.T) {
 	t.Run("redis-stuck-after-kill", func(t *testing.T) {
 		url := testenv.RedisURL(t)
 		tg := npmTarget(t, modules, "--store", "redis", "--redis-url", url, "--ttl", "60")
-		tg.Conformance.Skip = true
-		sp := spec(tg, 9, time.Second, chaos.Fault{Kind: history.FaultKill})
-		sp.FuzzFingerprint = 0
-		out, err := Run(context.Background(), sp)
+		out, err := Run(context.Background(), redisKill(tg, 9))
 		if !errors.Is(err, ErrViolation) || out.Check.Result(checker.I6Liveness).Violations == 0 {
 			t.Fatalf("keys left in progress by a crash not caught as I6: err %v, violated %v", err, out.Check.Violated())
 		}
@@ -214,15 +230,11 @@ func TestNpmServiceSweep(t *testing.T) {
 		} else {
 			t.Logf("seed %d, correct configuration: %v; violations %+v; conformance %+v", seed+1, err, out.Check.Violations, out.Conformance)
 		}
-		sp.Target = npmTarget(t, modules, "--store", "redis", "--redis-url", url, "--ttl", "60")
-		sp.Faults, sp.FuzzFingerprint = nil, 0
-		sp.Target.Conformance.Skip = true
-		out, err := Run(context.Background(), sp)
+		out, err := Run(context.Background(), redisRace(npmTarget(t, modules, "--store", "redis", "--redis-url", url, "--ttl", "60"), seed+1))
 		if errors.Is(err, ErrViolation) && out.Check.Result(checker.I1AtMostOnce).Violations > 0 {
 			caught++
 		}
-		sp.Faults = []chaos.Fault{{Kind: history.FaultKill}}
-		out, err = Run(context.Background(), sp)
+		out, err = Run(context.Background(), redisKill(npmTarget(t, modules, "--store", "redis", "--redis-url", url, "--ttl", "60"), seed+1))
 		if errors.Is(err, ErrViolation) && out.Check.Result(checker.I6Liveness).Violations > 0 {
 			stuck++
 		}

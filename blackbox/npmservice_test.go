@@ -104,11 +104,13 @@ func redisRace(tg *Target, seed int64) Spec {
 
 // redisKill is the run that finds keys the Redis adapter leaves in
 // progress after a crash: the service is killed half-way, while its
-// requests hold their keys during a provider call of 100 ms.
+// requests, each of a new key, hold their keys through a provider call of
+// 400 ms.
 func redisKill(tg *Target, seed int64) Spec {
 	sp := redisRace(tg, seed)
-	tg.Oracle.Latency = 100 * time.Millisecond
-	sp.Clients, sp.Keys.Concurrent = 4, 0
+	tg.Oracle.Latency = 400 * time.Millisecond
+	sp.Clients, sp.Keys = 4, workload.Keys{}
+	sp.Retry.Timeout = time.Second
 	sp.Faults = []chaos.Fault{{Kind: history.FaultKill, Start: 500 * time.Millisecond}}
 	return sp
 }

@@ -25,7 +25,8 @@
 // for a key reused with another request as 422 and its 409 with
 // Retry-After; a replayed answer carries "Idempotency-Replayed: true";
 // the route handler returns at once on a replay (isHit), as the README
-// says; the intent validator compares with strict equality.
+// says; the intent validator compares with strict equality; a client's
+// own X-Hit header is dropped.
 'use strict';
 
 const express = require('express');
@@ -91,8 +92,12 @@ async function main() {
   let next = 0;
 
   // A replay is marked; the library sets the x-hit request header when it
-  // found the key, before it sends the stored answer.
+  // found the key, before it sends the stored answer. A client's own x-hit
+  // header is dropped: the library would take it for its own, and the
+  // route handler would skip a new request, leaving it unanswered and its
+  // key in progress.
   app.use((req, res, nxt) => {
+    delete req.headers['x-hit'];
     const send = res.send;
     res.send = function (body) {
       if (req.headers['x-hit'] === 'true' && res.statusCode < 300 && !res.headersSent) {

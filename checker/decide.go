@@ -30,8 +30,10 @@ var useDecide = true
 //     committer's (their responses are one, or I3 has failed already);
 //   - executed needs the effect first: the applied effect's Call <= c (or
 //     the earliest unresolved effect's, when none is known applied);
-//   - everything else (applied effects, unresolved effects and unknown
-//     calls that did nothing, other mismatches) can go anywhere.
+//   - no effect is applied after the commit, a stored failure included: an
+//     applied effect's Call <= c whatever commits;
+//   - everything else (rejected and unresolved effects, unknown calls that
+//     did nothing, other mismatches) can go anywhere.
 //
 // The committer is the one executed or failed-with-token call (two of them
 // are illegal), else one of the failed-without-token and unknown calls,
@@ -191,6 +193,8 @@ func (b *bounds) feasible(pops []porcupine.Operation, i int) (legal, ok bool) {
 	}
 	if op.Outcome == history.Executed {
 		lo = max(lo, b.effectCall) // NoReturn when there is no effect: infeasible
+	} else if b.applied == 1 {
+		lo = max(lo, b.appliedCall) // no effect after a failure (or any commit)
 	}
 	hi := min(pops[i].Return, b.minRet)
 	if i == b.minRetI {

@@ -35,7 +35,12 @@
 //     another returned carries a higher token, no two grants share a
 //     token, and a take-over's PrevToken is below its token and not below
 //     any token granted before it (it superseded the latest lease). This
-//     holds across take-over, release and retention expiry.
+//     holds across take-over, release and retention expiry. And, whatever
+//     the timing: at most one take-over per previous token per key (an
+//     atomic take-over supersedes a lease once; two take-overs reporting
+//     the same previous token read one expired lease and both wrote, a
+//     take-over done in two steps, which overlapping grants hide from the
+//     real-time rules).
 //   - I8 no superseded write: no accepted write (lease ops completed,
 //     failed, heartbeat, released) carries a token lower than a grant that
 //     returned before the write was called; and no failure is stored (a
@@ -43,7 +48,8 @@
 //     whose own effect the sink rejected as stale (a rejection the sink
 //     answered, not one resolved from a lost acknowledgement).
 //
-// I7 and I8 compare only ops ordered in real time, like I5; a history
+// I7 (but for its take-over rule) and I8 compare only ops ordered in real
+// time, like I5; a history
 // without lease ops checks I8's stored failures from the calls alone and
 // has nothing for I7.
 //
@@ -51,8 +57,15 @@
 //
 // State: {effects 0|1, committed none|(response, fingerprint)}.
 //
-//   - effect applied: legal only if effects == 0, then effects = 1. An
-//     effect the sink rejected changes nothing.
+//   - effect applied: legal only if effects == 0 and nothing is
+//     committed, then effects = 1. An effect the sink rejected changes
+//     nothing. So no effect may land after the key's answer was given, and
+//     in particular not after a stored permanent failure: an effect that
+//     can only be placed after a failed (stored or replayed) is a client
+//     told "failed" while the effect happened. An effect the failing
+//     execution applied itself before storing the failure is legal (the
+//     business function did it, then failed), and so is one that overlaps
+//     the failure in time (it may have come first).
 //   - executed(resp): legal only if effects == 1 and nothing is committed;
 //     commits resp. A recovery completion (the engine stores the response
 //     of an effect a crashed holder already applied) is legal because that

@@ -21,7 +21,8 @@ type leaseScratch struct {
 // I7: every grant carries a token higher than every grant that precedes
 // it, no two grants carry the same token, and a take-over's PrevToken is
 // lower than its token and not lower than any token granted before it (the
-// lease it superseded was the latest).
+// lease it superseded was the latest); and, over every grant whatever its
+// timing, no two take-overs report the same previous token (takeovers.go).
 //
 // I8: no accepted write (completed, failed, heartbeat, released) carries a
 // token lower than a grant that precedes it, and no failure is stored (a
@@ -56,7 +57,11 @@ func checkLeases(ops []history.Op, key string, g []int32, r *keyResult, sc *leas
 	defer func() { sc.grants, sc.byReturn, sc.writes, sc.failures = grants, byReturn, writes, failures }()
 
 	r.checked[slot(I7TokenOrder)] += len(grants)
-	if msg, idx := grantOrder(ops, grants, byReturn); msg != "" {
+	msg, idx := grantOrder(ops, grants, byReturn)
+	if msg == "" {
+		msg, idx = takeoverTwice(ops, grants)
+	}
+	if msg != "" {
 		r.add(ops, I7TokenOrder, key, msg, idx)
 	}
 	r.checked[slot(I8NoSupersededWrite)] += len(writes) + len(failures)

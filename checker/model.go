@@ -53,8 +53,11 @@ func step(s keyState, op *history.Op) (bool, keyState) {
 		if !op.Applied {
 			return true, s // rejected by the sink: no change
 		}
-		if s.effects != 0 {
-			return false, s // a second applied effect: double execution
+		if s.effects != 0 || s.committed {
+			// A second applied effect is a double execution; an effect
+			// after the commit ran after the answer was given (after a
+			// stored permanent failure: the client was told "failed").
+			return false, s
 		}
 		s.effects = 1
 		return true, s
@@ -117,7 +120,7 @@ func advance(dst, ss stateSet, op *history.Op) stateSet {
 		}
 		dst = dst.add(s)
 		switch {
-		case op.Kind == history.KindEffect && s.effects == 0:
+		case op.Kind == history.KindEffect && s.effects == 0 && !s.committed:
 			t := s
 			t.effects = 1
 			dst = dst.add(t)

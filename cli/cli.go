@@ -57,20 +57,19 @@ var Version = history.ToolVersion()
 // subcommand is one file and one line here.
 type commands struct {
 	globals
-	Run           runCmd           `cmd:"" help:"Run a scenario against an engine configuration, check the history and report."`
-	Check         checkCmd         `cmd:"" help:"Re-check a saved history (a run directory or a history.jsonl file) offline."`
-	Report        reportCmd        `cmd:"" help:"Rebuild summary.json, report.md, report.html and the plots of a run directory from its history.jsonl."`
-	Compare       compareCmd       `cmd:"" help:"Run one scenario and seed against several backends, sinks or engines (or load saved runs) and compare them side by side."`
-	Scenarios     scenariosCmd     `cmd:"" help:"List the built-in scenarios, one line each."`
-	Matrix        matrixCmd        `cmd:"" help:"Run the safety matrix (configuration × fault) and compare each cell with its expected verdict."`
-	Engines       enginesCmd       `cmd:"" help:"List the engines this binary can run, with their backends."`
-	HTTP          httpCmd          `cmd:"" name:"http" help:"Check a running HTTP service that speaks Idempotency-Key, in any language: drive it, inject faults, read an effect oracle, run the conformance probes."`
-	Sweep         sweepCmd         `cmd:"" help:"Latency against load: find each backend's closed-loop rate, offer open-loop loads from 10% to 150% of it, check every step, and report the maximum rate within a p99 objective with the knee plot."`
-	Consume       consumeCmd       `cmd:"" help:"Consume from a real broker (RabbitMQ, NATS JetStream) with aimed consumer crashes before the ack, pauses and restarts; check every message's effect at most once."`
-	Clean         cleanCmd         `cmd:"" help:"Delete the keys and rows that earlier runs left on Redis or PostgreSQL (--all or --older-than)."`
-	Help          helpCmd          `cmd:"" help:"Print the help of a command (its flags, examples and exit codes), or with no command this list."`
-	Worker        workerCmd        `cmd:"" hidden:"" help:"One worker process of run --workers (internal)."`
-	ConsumeWorker consumeWorkerCmd `cmd:"" hidden:"" name:"consume-worker" help:"One consumer process of consume --processes (internal)."`
+	Run       runCmd       `cmd:"" help:"Run a scenario against an engine configuration, check the history and report."`
+	Check     checkCmd     `cmd:"" help:"Re-check a saved history (a run directory or a history.jsonl file) offline."`
+	Report    reportCmd    `cmd:"" help:"Rebuild summary.json, report.md, report.html and the plots of a run directory from its history.jsonl."`
+	Compare   compareCmd   `cmd:"" help:"Run one scenario and seed against several backends, sinks or engines (or load saved runs) and compare them side by side."`
+	Scenarios scenariosCmd `cmd:"" help:"List the built-in scenarios, one line each."`
+	Matrix    matrixCmd    `cmd:"" help:"Run the safety matrix (configuration × fault) and compare each cell with its expected verdict."`
+	Engines   enginesCmd   `cmd:"" help:"List the engines this binary can run, with their backends."`
+	HTTP      httpCmd      `cmd:"" name:"http" help:"Check a running HTTP service that speaks Idempotency-Key, in any language: drive it, inject faults, read an effect oracle, run the conformance probes."`
+	Sweep     sweepCmd     `cmd:"" help:"Latency against load: find each backend's closed-loop rate, offer open-loop loads from 10% to 150% of it, check every step, and report the maximum rate within a p99 objective with the knee plot."`
+	Consume   consumeCmd   `cmd:"" help:"Consume from a real broker (RabbitMQ, NATS JetStream) with aimed consumer crashes before the ack, pauses and restarts; check every message's effect at most once."`
+	Clean     cleanCmd     `cmd:"" help:"Delete the keys and rows that earlier runs left on Redis or PostgreSQL (--all or --older-than)."`
+	Help      helpCmd      `cmd:"" help:"Print the help of a command (its flags, examples and exit codes), or with no command this list."`
+	Worker    workerCmd    `cmd:"" hidden:"" help:"One worker process of run --workers or consume --processes (internal)."`
 }
 
 // globals are the flags every subcommand takes.

@@ -196,6 +196,10 @@ func TestJSONOutputs(t *testing.T) {
 			if len(curves) != 1 || doc.(map[string]any)["seed"] != 2.0 {
 				t.Fatalf("sweep document: %v", doc)
 			}
+			// Each step's replay names the program that ran, not "idembench".
+			if b, _ := json.Marshal(doc); !strings.Contains(string(b), `"replay":"`+invokedAs()+" run ") {
+				t.Errorf("sweep document's replay lines do not start with %q: %s", invokedAs(), b)
+			}
 		}},
 		{"scenarios", []string{"scenarios", "--json"}, exitOK, func(t *testing.T, doc any) {
 			if list, _ := doc.([]any); len(list) != len(scenarios.Names()) {

@@ -89,7 +89,7 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 		if err != nil {
 			return fmt.Errorf("%w: %v", harness.ErrEnvironment, err)
 		}
-		cfg.WorkerCommand = func() *exec.Cmd { return exec.Command(exe, "consume-worker") }
+		cfg.WorkerCommand = func() *exec.Cmd { return exec.Command(exe, "worker") }
 	}
 	if err := cfg.Validate(); err != nil {
 		return usage("%v", err)

@@ -38,6 +38,8 @@ var engineFlaws = map[string]string{
 	"naive/fail-open":          "a store error on acquire is taken as a new key, go ahead (duplicates: I1 or I4)",
 	"naive/keeps-pending":      "release leaves the pending record: the key answers in progress until it expires (retryable-failures: I6)",
 	"naive/unscoped-key":       "records found by key alone, the request ignored: different requests share one answer (mismatched-requests: I4)",
+	"naive/two-step-takeover":  "take-over reads, then writes the next token: callers that read one expired lease all take it over (takeover-race: I7)",
+	"naive/fail-on-expiry":     "an expired lease is failed instead of taken over: the slow holder's effect lands after the failure was answered (gc-pause: I4)",
 	"naive/unfenced-completer": "the reference stores with a completer that finishes stuck keys without fencing the paused holder (abandoned-keys: I1)",
 }
 

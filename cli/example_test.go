@@ -56,6 +56,10 @@ func Example_customEngine() {
 	//                           release leaves the pending record: the key answers in progress until it expires (retryable-failures: I6)
 	// naive/unscoped-key        memory
 	//                           records found by key alone, the request ignored: different requests share one answer (mismatched-requests: I4)
+	// naive/two-step-takeover   memory
+	//                           take-over reads, then writes the next token: callers that read one expired lease all take it over (takeover-race: I7)
+	// naive/fail-on-expiry      memory
+	//                           an expired lease is failed instead of taken over: the slow holder's effect lands after the failure was answered (gc-pause: I4)
 	// naive/unfenced-completer  memory, redis, postgres
 	//                           the reference stores with a completer that finishes stuck keys without fencing the paused holder (abandoned-keys: I1)
 	// mystore                   memory

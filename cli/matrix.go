@@ -83,7 +83,7 @@ func (c *matrixCmd) options(reg *harness.Registry) (matrix.Options, error) {
 		}
 	}
 	if exe, err := os.Executable(); err == nil {
-		o.ConsumeWorker = func() *exec.Cmd { return exec.Command(exe, "consume-worker") }
+		o.ConsumeWorker = func() *exec.Cmd { return exec.Command(exe, "worker") }
 	}
 	if err := o.Validate(); err != nil {
 		return o, usage("%v", err)

@@ -134,6 +134,20 @@ func (d *outDir) commit() error {
 	return nil
 }
 
+// moved returns p as it is once commit has run: a path inside the
+// temporary directory is rebased onto the final one, any other is
+// returned as it is.
+func (d *outDir) moved(p string) string {
+	if d.tmp == "" || p == "" {
+		return p
+	}
+	rel, err := filepath.Rel(d.tmp, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return filepath.Join(d.final, rel)
+}
+
 // discard removes what a run that failed wrote.
 func (d *outDir) discard() {
 	if d.tmp != "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,14 +17,16 @@ import (
 
 // runCmd is `idembench run`.
 type runCmd struct {
-	Backend  string `help:"Store backend: memory, redis or postgres." default:"memory" enum:"memory,redis,postgres"`
-	Engine   string `help:"Engine under test (this binary: ${engines})." default:"idem" placeholder:"NAME"`
-	Sink     string `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (the engine's transactional mode: Postgres)." default:"fenced" enum:"plain,fenced,tx"`
-	Recovery bool   `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
-	Out      string `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>): missing, empty, or an earlier idembench run, which is replaced." placeholder:"DIR"`
-	NoSave   bool   `help:"Do not write the run directory (not with --out)." name:"no-save"`
-	History  string `help:"What the run directory keeps of the history: full (every op: tens of MB, 60 to 95 MB for the default scenario), sampled (every op of 1 key in 16 and every fault, about a sixteenth: check re-checks those keys) or none (no history.jsonl: nothing to re-check)." default:"full" enum:"full,sampled,none"`
-	Workers  int    `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs): 0 runs them in this process, else 1 to 64 and at most --clients (the clients are split among the workers)."`
+	Backend  string        `help:"Store backend: memory, redis or postgres." default:"memory" enum:"memory,redis,postgres"`
+	Engine   string        `help:"Engine under test (this binary: ${engines})." default:"idem" placeholder:"NAME"`
+	Sink     string        `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (the engine's transactional mode: Postgres)." default:"fenced" enum:"plain,fenced,tx"`
+	Recovery bool          `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
+	Out      string        `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>): missing, empty, or an earlier idembench run, which is replaced." placeholder:"DIR"`
+	NoSave   bool          `help:"Do not write the run directory (not with --out)." name:"no-save"`
+	History  string        `help:"What the run directory keeps of the history: full (every op: tens of MB, 60 to 95 MB for the default scenario), sampled (every op of 1 key in 16 and every fault, about a sixteenth: check re-checks those keys) or none (no history.jsonl: nothing to re-check)." default:"full" enum:"full,sampled,none"`
+	Workers  int           `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs): 0 runs them in this process, else 1 to 64 and at most --clients (the clients are split among the workers)."`
+	Join     string        `help:"With --workers: the workers are processes started elsewhere (other hosts, a Kubernetes Indexed Job, SSH) that join this run through the NATS JetStream server at URL; the run prints the command each one runs. Not with process crashes or pauses." placeholder:"URL"`
+	JoinWait time.Duration `help:"With --join: how long to wait for each worker to join (1s to 1h)." default:"1m" name:"join-wait"`
 	workloadFlags
 	faultFlags
 	thresholdFlags
@@ -168,7 +171,14 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Re
 	sp.Faults = plan
 	o, err := untilInterrupted(ctx, func() (*harness.Outcome, error) {
 		if c.Workers > 0 {
-			return multiproc.Run(ctx, sp, c.Workers, multiproc.Options{})
+			var opts multiproc.Options
+			if c.Join != "" {
+				run := "r" + strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
+				opts.Join = &multiproc.Join{URL: c.Join, Run: run, Wait: c.JoinWait}
+				fmt.Fprintf(std.err, "idembench run: waiting up to %s for %d workers to join run %s; start worker i (0 to %d) with:\n  %s worker --join %s --run %s --index i\n",
+					c.JoinWait, c.Workers, run, c.Workers-1, invokedAs(), c.Join, run)
+			}
+			return multiproc.Run(ctx, sp, c.Workers, opts)
 		}
 		return harness.Run(ctx, sp)
 	})
@@ -187,6 +197,10 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Re
 	}
 	if o.Dir != "" {
 		o.Dir = out.final
+	}
+	for i := range o.Report.Violations { // written into the temporary directory
+		v := &o.Report.Violations[i]
+		v.VisualizationPath = out.moved(v.VisualizationPath)
 	}
 	printRun(text, o)
 	if err := writeSummaryJSON(std, g, o.Summary); err != nil {
@@ -237,6 +251,12 @@ func (c *runCmd) spec(reg *harness.Registry) (harness.Spec, backendURL, error) {
 	}
 	if err := checkWorkers(c.Workers, sp); err != nil {
 		return sp, u, err
+	}
+	switch {
+	case c.Join != "" && c.Workers == 0:
+		return sp, u, usage("--join needs --workers N: the number of workers that join")
+	case c.Join != "" && (c.JoinWait < time.Second || c.JoinWait > time.Hour):
+		return sp, u, usage("--join-wait %s: want 1s to 1h", c.JoinWait)
 	}
 	return sp, u, nil
 }

@@ -74,7 +74,7 @@ func (c *sweepCmd) spec(reg *harness.Registry) (sweep.Spec, error) {
 			return sp, usage("--engine %s does not run on %s", c.Engine, b)
 		}
 		u := resolveBackendURL(b, c.RedisURL, c.PostgresURL)
-		hs := harness.Spec{Engine: eng, Backend: backend, URL: u.url, Scenario: sc, ScenarioName: c.Scenario, Sink: c.Sink, NoRecovery: c.Sink != "fenced"}
+		hs := harness.Spec{Engine: eng, Backend: backend, URL: u.url, Scenario: sc, ScenarioName: c.Scenario, Sink: c.Sink, NoRecovery: c.Sink != "fenced", Program: invokedAs()}
 		hs.Overrides.Clients = c.Clients
 		hs.Overrides.Duration, hs.Overrides.Seed = c.Step, sp.Seed
 		if err := hs.Validate(); err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,64 @@ func TestWorkers(t *testing.T) {
 		var rate, calls float64
 		if _, err := fmt.Sscanf(line[strings.Index(line, "·")+len("· "):], "%g calls/s · %g calls", &rate, &calls); err != nil || calls <= 0 {
 			t.Fatalf("progress line %q: %v; want calls counted from the workers\n%s", line, err, out)
+		}
+	})
+
+	t.Run("join", func(t *testing.T) {
+		// Workers started apart from the coordinator join through NATS,
+		// each with the command the coordinator prints.
+		if code, out := run("run", "--backend", "redis", "--join", testenv.NATSURL(t), "--no-save"); code != exitUsage || !strings.Contains(out, "--join needs --workers") {
+			t.Fatalf("--join without --workers: exit %d\n%s", code, out)
+		}
+		cmd := exec.Command(bin, "run", "--backend", "redis", "--workers", "2", "--join", testenv.NATSURL(t), "--join-wait", "30s",
+			"--scenario", "duplicates", "--duration", "1500ms", "--seed", "4", "--no-save")
+		cmd.Env = env
+		var out strings.Builder
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The second line of the notice is the command, with "i" for the index.
+		buf := make([]byte, 4096)
+		var notice string
+		for !strings.Contains(notice, "--index i\n") {
+			n, err := stderr.Read(buf)
+			if err != nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no join notice: %v\n%s", err, notice)
+			}
+			notice += string(buf[:n])
+		}
+		var args []string
+		for l := range strings.Lines(notice) {
+			if strings.Contains(l, " worker --join ") {
+				args = strings.Fields(l)[1:] // the binary, as it was invoked, is bin
+			}
+		}
+		if len(args) == 0 {
+			t.Fatalf("no worker command in the notice:\n%s", notice)
+		}
+		var workers []*exec.Cmd
+		for i := range 2 {
+			w := exec.Command(bin, append(args[:len(args)-1], fmt.Sprint(i))...)
+			w.Env = env
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			workers = append(workers, w)
+		}
+		go func() { b, _ := io.ReadAll(stderr); out.Write(b) }()
+		err = cmd.Wait()
+		for _, w := range workers {
+			w.Wait()
+		}
+		if err != nil {
+			t.Fatalf("joined run: %v\n%s%s", err, notice, out.String())
 		}
 	})
 

@@ -111,9 +111,9 @@ type Config struct {
 	// process and serve the workers over the worker protocol of package
 	// harness/multiproc, on the workers' stdin and stdout.
 	Processes bool
-	// WorkerCommand returns a command that runs ServeWorker with
+	// WorkerCommand returns a command that runs multiproc.ServeWorker with
 	// multiproc.Stdio, typically this binary with a hidden argument or
-	// variable its main checks first (and that cancels ServeWorker's ctx on
+	// variable its main checks first (and that cancels its ctx on
 	// SIGTERM). Run sets Stdin, Stdout and Stderr. Needed with Processes.
 	WorkerCommand func() *exec.Cmd
 	// Faults are the faults of the run.

@@ -13,7 +13,13 @@
 // publishes Config.Messages messages, some of them twice (publisher
 // retries, Config.DuplicateRate), and consumes them with Config.Consumers
 // consumers until every copy is acked or dead-lettered and the broker holds
-// nothing ready or unacknowledged. Each message's id is its idempotency key
+// nothing ready or unacknowledged. The publishing is a run of the
+// workload driver with a publish as its Target: one publisher client sends
+// Config.Messages logical requests (workload.Config.Requests), a delayed
+// copy of the DuplicateRate share of them 1 ms later, and retries a publish
+// that fails with the driver's jittered backoff; the faults aimed at
+// messages (crashes, pauses, overlaps, poison) are drawn by key number and
+// named with workload.KeyOf. Each message's id is its idempotency key
 // (the message-id property on RabbitMQ, the Idem-Key header on NATS) and
 // its payload gives the fingerprint. Consumers run every delivery through
 // the broker adapters idem/idemamqp and idem/idemnats on an idem.Engine,
@@ -70,8 +76,8 @@
 // # Worker processes
 //
 // With Config.Processes every consumer runs in a worker process started
-// with Config.WorkerCommand, whose main calls ServeWorker. The store, the
-// effect sink, the fault targets and the history stay in the coordinator
+// with Config.WorkerCommand, whose main calls multiproc.ServeWorker with
+// Worker. The store, the effect sink, the fault targets and the history stay in the coordinator
 // (the process that called Run), which serves the workers over the worker
 // protocol of package harness/multiproc (the one `run --workers` uses) on
 // their stdin and stdout, so a worker can be killed or stopped at any

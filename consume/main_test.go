@@ -22,7 +22,7 @@ const workerEnv = "IDEM_CONSUME_TEST_WORKER"
 func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-		err := consume.ServeWorker(ctx, multiproc.Stdio())
+		err := multiproc.ServeWorker(ctx, multiproc.Stdio(), map[string]multiproc.WorkerFunc{consume.WorkerKind: consume.Worker})
 		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)

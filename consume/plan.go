@@ -2,11 +2,12 @@ package consume
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
+
+	"github.com/idembench/idembench/workload"
 )
 
 // message is one distinct message of a run: its key (the message id) and
@@ -23,26 +24,32 @@ func (m *message) body() []byte {
 	return b
 }
 
-// plan is what the seed decides: the messages, the publish order (with
-// duplicates) and which messages the faults strike.
+// plan is what the seed decides about the messages: their keys and
+// payloads, and which of them the faults strike. The workload driver
+// publishes them (see publisher): the order, the duplicates and the
+// publish retries are its traffic, as for every other command.
 type plan struct {
-	msgs   []message
-	order  []int // indexes into msgs, in publish order; duplicates appear twice
-	crash  *targets
-	pause  *targets
-	hold   *targets // Faults.Overlap
+	msgs  []message // message number N is msgs[N]; its key is number N+1
+	crash *targets
+	pause *targets
+	hold  *targets // Faults.Overlap
+	// copy holds the pause and overlap targets: the fault needs a second
+	// copy of each, which the publisher sends right after the first.
+	copy   *targets
 	poison map[string]bool
 	index  map[string]int
 }
 
-// newPlan draws a run's plan. Keys are prefixed with run, so that runs
-// sharing a store never share a key.
+// newPlan draws a run's plan. Keys are the driver's keys of a one-client
+// run with prefix run (workload.KeyOf), so that runs sharing a store never
+// share a key.
 func newPlan(cfg *Config, run string) *plan {
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x636f6e73756d65))
 	p := &plan{poison: map[string]bool{}, index: map[string]int{}}
 	for i := range cfg.Messages {
-		p.msgs = append(p.msgs, message{Key: fmt.Sprintf("%s-m%d", run, i), N: i, Amount: 1 + rng.Int64N(1000)})
-		p.index[p.msgs[i].Key] = i
+		key := workload.KeyOf(run, publishers, int64(i+1))
+		p.msgs = append(p.msgs, message{Key: key, N: i, Amount: 1 + rng.Int64N(1000)})
+		p.index[key] = i
 	}
 	// Distinct messages for poison, crash and pause targets.
 	perm := rng.Perm(cfg.Messages)
@@ -61,36 +68,9 @@ func newPlan(cfg *Config, run string) *plan {
 		p.msgs[i].Poison = p.poison[p.msgs[i].Key]
 	}
 	p.crash = newTargets(take(cfg.Faults.CrashBeforeAck))
-	p.pause = newTargets(take(cfg.Faults.Pause))
-	p.hold = newTargets(take(cfg.Faults.Overlap))
-	// Publish order: every message once, and a duplicate of some of them
-	// 0 to 8 positions later (0: back to back, so copies can reach two
-	// consumers at once); every pause target has one 0 to 2 later, every
-	// overlap target one 0 or 1 later.
-	later := map[int][]int{}
-	for i := range p.msgs {
-		p.order = append(p.order, i)
-		switch {
-		case p.pause.keys[p.msgs[i].Key]:
-			// A paused consumer holds its message; the duplicate is what
-			// reaches another consumer on a broker with no ack timeout.
-			at := i + rng.IntN(3)
-			later[at] = append(later[at], i)
-		case p.hold.keys[p.msgs[i].Key]:
-			// The copy the held first copy waits for.
-			at := i + rng.IntN(2)
-			later[at] = append(later[at], i)
-		case rng.Float64() < cfg.DuplicateRate:
-			at := i + rng.IntN(9)
-			later[at] = append(later[at], i)
-		}
-		p.order = append(p.order, later[i]...)
-		delete(later, i)
-	}
-	for i := len(p.msgs); len(later) > 0; i++ {
-		p.order = append(p.order, later[i]...)
-		delete(later, i)
-	}
+	pause, hold := take(cfg.Faults.Pause), take(cfg.Faults.Overlap)
+	p.pause, p.hold = newTargets(pause), newTargets(hold)
+	p.copy = newTargets(append(pause, hold...))
 	return p
 }
 

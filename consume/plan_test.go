@@ -1,52 +1,45 @@
 package consume
 
 import (
-	"slices"
 	"testing"
+
+	"github.com/idembench/idembench/workload"
 )
 
-// TestPlanOverlapTargets checks the overlap targets of a plan: distinct
-// from the other targets, each published exactly twice with its copy 0
-// or 1 positions later, and no other message published twice when the
-// duplicate rate is zero (pause targets have their own copy).
-func TestPlanOverlapTargets(t *testing.T) {
+// TestPlanTargets checks a plan's fault targets: distinct from each other
+// and from the poison messages, the pause and overlap targets (and only
+// they) marked for the fault's second copy, and every message named by the
+// key the driver sends as its number.
+func TestPlanTargets(t *testing.T) {
 	for seed := range int64(20) {
-		cfg := &Config{Messages: 30, Seed: seed, DuplicateRate: 0, Poison: 2, Faults: Faults{CrashBeforeAck: 2, Pause: 1, Overlap: 3}}
+		cfg := &Config{Messages: 30, Seed: seed, Poison: 2, Faults: Faults{CrashBeforeAck: 2, Pause: 1, Overlap: 3}}
 		p := newPlan(cfg, "r")
-		holds := p.hold.list()
-		if len(holds) != 3 {
-			t.Fatalf("seed %d: %d overlap targets, want 3", seed, len(holds))
+		holds, pauses := p.hold.list(), p.pause.list()
+		if len(holds) != 3 || len(pauses) != 1 || len(p.crash.list()) != 2 || len(p.poison) != 2 {
+			t.Fatalf("seed %d: %d overlap, %d pause, %d crash targets and %d poison; want 3, 1, 2, 2",
+				seed, len(holds), len(pauses), len(p.crash.list()), len(p.poison))
 		}
-		for _, k := range holds {
-			if p.poison[k] || p.crash.has(k) || p.pause.has(k) {
-				t.Errorf("seed %d: overlap target %s is also another fault's target", seed, k)
+		seen := map[string]bool{}
+		for _, set := range [][]string{holds, pauses, p.crash.list()} {
+			for _, k := range set {
+				if seen[k] || p.poison[k] {
+					t.Errorf("seed %d: %s is the target of two faults", seed, k)
+				}
+				seen[k] = true
 			}
 		}
-		at := map[int][]int{}
-		for pos, i := range p.order {
-			at[i] = append(at[i], pos)
+		copies := p.copy.list()
+		if len(copies) != 4 {
+			t.Fatalf("seed %d: %d messages marked for a second copy, want the 4 pause and overlap targets", seed, len(copies))
+		}
+		for _, k := range copies {
+			if !p.hold.has(k) && !p.pause.has(k) {
+				t.Errorf("seed %d: %s gets a fault copy but is no pause or overlap target", seed, k)
+			}
 		}
 		for i, m := range p.msgs {
-			want := 1
-			if slices.Contains(holds, m.Key) || p.pause.has(m.Key) {
-				want = 2
-			}
-			if len(at[i]) != want {
-				t.Errorf("seed %d: %s published %d times, want %d", seed, m.Key, len(at[i]), want)
-				continue
-			}
-			if slices.Contains(holds, m.Key) {
-				// Between the two copies: at most the messages first
-				// published in between (0 or 1) and other duplicates.
-				between := 0
-				for _, j := range p.order[at[i][0]+1 : at[i][1]] {
-					if at[j][0] > at[i][0] {
-						between++
-					}
-				}
-				if between > 1 {
-					t.Errorf("seed %d: the copy of %s is %d new messages later, want 0 or 1", seed, m.Key, between)
-				}
+			if want := workload.KeyOf("r", publishers, int64(i+1)); m.Key != want || p.byKey(want) != &p.msgs[i] {
+				t.Fatalf("seed %d: message %d has key %q, want the driver's %q", seed, i, m.Key, want)
 			}
 		}
 	}

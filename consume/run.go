@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +43,7 @@ const (
 type runner struct {
 	cfg        *Config
 	plan       *plan
+	pub        *publisher
 	b          broker
 	n          *node // in-process consumers
 	runID      string
@@ -96,6 +96,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &runner{cfg: &cfg, plan: newPlan(&cfg, runID), runID: runID, rec: history.NewRecorder(), now: cfg.Now,
 		stop: make(chan struct{}), published: map[string]int64{}, effected: map[string]int64{},
 		procs: procs{live: map[int]*proc{}}}
+	r.pub = &publisher{r: r}
 	if err := r.setupEngine(); err != nil {
 		return nil, err
 	}
@@ -198,7 +199,7 @@ func (r *runner) consumerEnded(ctx context.Context, id int, crashed bool) {
 func (r *runner) drive(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	restartAfter := max(1, len(r.plan.order)/(2*r.cfg.Consumers))
+	restartAfter := max(1, r.expectedCopies()/(2*r.cfg.Consumers))
 	for i := range r.cfg.Consumers {
 		if r.cfg.Processes {
 			if err := r.startWorker(ctx); err != nil {
@@ -214,7 +215,10 @@ func (r *runner) drive(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(r.cfg.Timeout)
 	pubErr := make(chan error, 1)
-	go func() { pubErr <- r.publishAll(ctx) }()
+	go func() {
+		_, err := workload.Run(ctx, r.traffic(r.pub))
+		pubErr <- err
+	}()
 	published := false
 	// A settle whose confirmation was lost (an ack during a server
 	// restart) is not counted although the broker took it: once the
@@ -240,7 +244,7 @@ func (r *runner) drive(ctx context.Context) error {
 			switch {
 			case err != nil || !ok:
 				drainedSince = time.Time{}
-			case r.settled.Load() >= int64(len(r.plan.order)):
+			case r.settled.Load() >= r.pub.count.Load():
 				return nil
 			case drainedSince.IsZero():
 				drainedSince = time.Now()
@@ -249,45 +253,9 @@ func (r *runner) drive(ctx context.Context) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %d of %d copies settled after %s", ErrNotDrained, r.settled.Load(), len(r.plan.order), r.cfg.Timeout)
+			return fmt.Errorf("%w: %d of %d copies settled after %s", ErrNotDrained, r.settled.Load(), r.pub.count.Load(), r.cfg.Timeout)
 		}
 	}
-}
-
-// publishAll publishes the plan's copies in order, retrying failed
-// publishes (a retry may duplicate a publish that happened), and restarts
-// the private server halfway when the run has that fault.
-func (r *runner) publishAll(ctx context.Context) error {
-	rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), 0x7075626c))
-	for i, mi := range r.plan.order {
-		if r.cfg.Faults.ServerRestart && i == len(r.plan.order)/2 {
-			go r.restartServer(ctx)
-		}
-		if r.cfg.Processes && r.restartDue(i) {
-			r.restartWorker()
-		}
-		m := &r.plan.msgs[mi]
-		body := m.body()
-		for attempt := 0; ; attempt++ {
-			r.mu.Lock()
-			if _, ok := r.published[m.Key]; !ok {
-				r.published[m.Key] = r.now()
-			}
-			r.mu.Unlock()
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			err := r.b.publish(pctx, m.Key, body)
-			cancel()
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			r.c.publishRetries.Add(1)
-			sleep(ctx, time.Duration(20+rng.IntN(80))*time.Millisecond)
-		}
-	}
-	return nil
 }
 
 func (r *runner) restartServer(ctx context.Context) {
@@ -320,14 +288,22 @@ func (r *runner) closeEngine() {
 	}
 }
 
-// restartDue reports whether a worker restart is due before publishing
-// copy i: the restarts are spread evenly over the publishing.
+// restartDue reports whether a worker restart is due before the first
+// publish of message i: the restarts are spread evenly over the messages.
 func (r *runner) restartDue(i int) bool {
 	n := r.cfg.Faults.Restarts
 	for j := 1; j <= n; j++ {
-		if i == j*len(r.plan.order)/(n+1) {
+		if i == j*r.cfg.Messages/(n+1) {
 			return true
 		}
 	}
 	return false
+}
+
+// expectedCopies is the number of copies the run should publish: each
+// message once, the duplicated share twice, the pause and overlap targets
+// twice. Publish retries may add some.
+func (r *runner) expectedCopies() int {
+	n := float64(r.cfg.Messages) * (1 + max(0, r.cfg.DuplicateRate))
+	return int(n) + r.cfg.Faults.Pause + r.cfg.Faults.Overlap
 }

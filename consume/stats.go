@@ -100,7 +100,7 @@ func (r *runner) gather(start time.Time, resources []string) *Result {
 	h.ResolveEffects(func(op *history.Op) (bool, bool) { return ledger.Lookup(op.Key, op.Exec) })
 	ls := ledger.Stats()
 	s := Stats{
-		Messages: len(r.plan.msgs), Published: len(r.plan.order), Duplicates: len(r.plan.order) - len(r.plan.msgs),
+		Messages: len(r.plan.msgs), Published: int(r.pub.count.Load()), Duplicates: max(0, int(r.pub.count.Load())-len(r.plan.msgs)),
 		PublishRetries: int(r.c.publishRetries.Load()),
 		Deliveries:     int(r.c.deliveries.Load()), Redeliveries: int(r.c.redeliveries.Load()),
 		Acked: int(r.c.acked.Load()), Requeued: int(r.c.requeued.Load()),

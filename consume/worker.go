@@ -3,7 +3,6 @@ package consume
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 	"time"
@@ -34,24 +33,26 @@ type workerSpec struct {
 	Holds []string
 }
 
-// workerKind names a consumer worker in the protocol's hello.
-const workerKind = "consume"
+// WorkerKind names a consumer worker in the protocol's hello: the key of
+// Worker in multiproc.ServeWorker's kinds.
+const WorkerKind = "consume"
 
-// ServeWorker runs one consumer of a multi-process run (Config.Processes)
-// in this process, speaking the worker protocol of package
-// harness/multiproc over t (the worker's stdin and stdout,
-// multiproc.Stdio, connected to the coordinator by Run). Its effects,
+// workerKind is WorkerKind, as Run sends it.
+const workerKind = WorkerKind
+
+// Worker runs one consumer of a multi-process run (Config.Processes) in
+// this process, a multiproc.WorkerFunc: multiproc.ServeWorker calls it
+// with the connection to the coordinator (the worker's stdin and stdout,
+// connected by Run) and the coordinator's hello. Its effects,
 // history and idempotency store live in the coordinator, so the process
 // can be killed (SIGKILL after the effect, before the ack) or stopped
 // (SIGSTOP) at any point. It returns when ctx ends (the worker's main
 // cancels it on SIGTERM: a consumer restart) or when the connection to the
 // coordinator breaks. A worker that Run aims a crash at kills itself with
 // SIGKILL and never returns.
-func ServeWorker(ctx context.Context, t io.ReadWriteCloser) error {
-	c := multiproc.NewConn(t)
-	defer c.Close()
+func Worker(ctx context.Context, c *multiproc.Conn, h multiproc.Hello) error {
 	var spec workerSpec
-	if err := c.ReadHello(workerKind, &spec); err != nil {
+	if err := h.Decode(&spec); err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -103,6 +103,8 @@ func TestKnownBadDesignsAreCaught(t *testing.T) {
 		{scenario: "retryable-failures", engine: "naive/token-restart", anyOf: []checker.Invariant{checker.I7TokenOrder, checker.I8NoSupersededWrite}},
 		{scenario: "takeover-race", engine: "naive/racy-takeover", anyOf: []checker.Invariant{checker.I7TokenOrder, checker.I8NoSupersededWrite}},
 		{scenario: "stale-heartbeat", engine: "naive/unfenced-heartbeat", anyOf: []checker.Invariant{checker.I8NoSupersededWrite}},
+		{scenario: "takeover-race", engine: "naive/two-step-takeover", anyOf: []checker.Invariant{checker.I7TokenOrder}},
+		{scenario: "gc-pause", engine: "naive/fail-on-expiry", anyOf: []checker.Invariant{checker.I4Linearizable}},
 	}
 	n := 3
 	if testing.Short() {

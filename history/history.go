@@ -50,6 +50,10 @@ type Header struct {
 	// Process identifies the worker process that wrote this stream in a
 	// multi-process run; 0 for a single-process run or a merged history.
 	Process int `json:"process,omitempty"`
+	// Clocks are the clock errors of the hosts of a run timed by several
+	// clocks (see ClockBound); the checker widens their ops' intervals by
+	// them. Empty when one clock timed every op.
+	Clocks []ClockBound `json:"clocks,omitempty"`
 }
 
 // History is a recorded run: its Header and its Ops, sorted by Call when
@@ -84,6 +88,11 @@ func (hd *Header) validate() error {
 	}
 	if hd.Version != 0 && hd.Version != FormatVersion {
 		return fmt.Errorf("history: unsupported format version %d (this build reads version %d)", hd.Version, FormatVersion)
+	}
+	for i := range hd.Clocks {
+		if err := hd.Clocks[i].validate(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

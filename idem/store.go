@@ -15,6 +15,20 @@ import (
 // backend failures, and MarkAmbiguous around a failure that happened after a
 // write may have reached the backend. A cancelled ctx returns ctx.Err()
 // (possibly wrapped, possibly ambiguous).
+//
+// Optional interfaces. The engine and the tools find a store's optional
+// capabilities (BatchStore, Waiter, Sweeper, Lister, PrefixLister,
+// Statter, CorruptLister, …) by a type assertion on the value they are
+// given. A wrapper that embeds a concrete store keeps every method of it,
+// the optional ones included: a struct embedding *pgstore.Store that
+// overrides Release is still a BatchStore through the embedded
+// FinishBatch, and Engine.DoBatch releases through that, never through the
+// wrapper's Release. When a wrapper changes a transition, override every
+// method that makes it (Release and FinishBatch), or embed the Store
+// interface rather than the concrete type (struct{ idem.Store }), which
+// exposes the required methods alone and hides the optional ones.
+// backends/storetest's BatchPathAgreesWithSinglePath fails a store whose
+// batch and single paths disagree.
 type Store interface {
 	// Acquire claims key for the request fp, or reports what is there.
 	// Exactly one of lease and rec is non-nil when err is nil.

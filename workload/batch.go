@@ -150,9 +150,13 @@ func (b *batchCalls) lookup(ev idem.Event) *leaseCall {
 
 // pull returns the next n deliveries of s, as a consumer pulls a batch.
 func (s *source) pull(n int) []delivery {
-	dls := make([]delivery, n)
-	for i := range dls {
-		dls[i] = s.next()
+	dls := make([]delivery, 0, n)
+	for range n {
+		d, ok := s.next()
+		if !ok {
+			break
+		}
+		dls = append(dls, d)
 	}
 	return dls
 }

@@ -25,8 +25,16 @@ const (
 type Config struct {
 	// Seed fixes every random choice of the workload.
 	Seed int64
-	// Duration is how long new requests are sent. Required, > 0.
+	// Duration is how long new requests are sent. Required, > 0, unless
+	// Requests is set; then it is an optional upper bound.
 	Duration time.Duration
+	// Requests, when > 0, ends the traffic after this many logical
+	// requests (their copies and retries come on top, and every copy is
+	// still delivered): a count-bounded run, as a broker publisher sends
+	// a fixed number of messages. The clients of a closed loop share them
+	// evenly, so the keys' numbers are exactly 1 to Requests with unique
+	// keys. At most MaxRequests.
+	Requests int64
 	// Clients is the number of concurrent clients (closed loop) or the
 	// number of workers that send paced requests (open loop). Zero means
 	// DefaultClients.

@@ -67,14 +67,14 @@ func TestSourceKeysAndCopies(t *testing.T) {
 	}
 	var box mailbox
 	s := newSource(&k, 1, 3, 4, &box)
-	d1 := s.next()
+	d1, _ := s.next()
 	if d1.key != "k-c3-1" || d1.seq != 4 {
 		t.Fatalf("key %q number %d, want k-c3-1 number 4 (client 3 of 4)", d1.key, d1.seq)
 	}
 	// The two concurrent copies are due now and come next; the delayed one
 	// waits.
 	for range 2 {
-		c := s.next()
+		c, _ := s.next()
 		if c.key != d1.key || c.req != d1.req {
 			t.Fatalf("copy %+v of %+v", c, d1)
 		}
@@ -82,12 +82,17 @@ func TestSourceKeysAndCopies(t *testing.T) {
 	if due, ok := box.nextDue(); !ok || time.Until(due) < 59*time.Minute {
 		t.Fatal("delayed copy not scheduled an hour out")
 	}
-	d2 := s.next()
+	d2, _ := s.next()
 	if d2.key == d1.key || d2.req == d1.req {
 		t.Fatal("fresh request reused the key")
 	}
 	if d2.seq != 8 {
 		t.Fatalf("second key's number %d, want 8: the four clients' keys interleave", d2.seq)
+	}
+	for _, d := range []delivery{d1, d2} {
+		if got := KeyOf(k.Prefix, 4, d.seq); got != d.key {
+			t.Fatalf("KeyOf(%q, 4, %d) = %q, want %q", k.Prefix, d.seq, got, d.key)
+		}
 	}
 	if p := newSource(&k, 1, 4, 4, &mailbox{}); p.fresh().seq != 1 || p.fresh().seq != 2 {
 		t.Fatal("the open loop's pacer numbers its keys 1, 2, …")
@@ -97,7 +102,8 @@ func TestSourceKeysAndCopies(t *testing.T) {
 	a, b := newSource(&z, 9, 0, 1, &mailbox{}), newSource(&z, 9, 0, 1, &mailbox{})
 	seen := map[string]int{}
 	for range 1000 {
-		x, y := a.next(), b.next()
+		x, _ := a.next()
+		y, _ := b.next()
 		if x.key != y.key {
 			t.Fatal("same seed, different keys")
 		}

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"container/heap"
+	"context"
 	"encoding/hex"
 	"math/rand/v2"
 	"strconv"
@@ -51,6 +52,10 @@ type source struct {
 	// offset + 1: the clients of a closed loop interleave, the pacer of an
 	// open loop counts alone.
 	stride, offset int64
+	// bounded marks a count-bounded run (Config.Requests), where the
+	// source sends left more logical requests.
+	bounded bool
+	left    int64
 }
 
 // newSource returns the source of client id, one of clients; id ==
@@ -74,12 +79,40 @@ func newSource(k *Keys, seed int64, id, clients int, box *mailbox) *source {
 }
 
 // next returns the next delivery: a due copy from the mailbox when there is
-// one, else a fresh logical request (whose copies it posts).
-func (s *source) next() delivery {
+// one, else a fresh logical request (whose copies it posts). ok is false
+// when there is no due copy and a count-bounded source has sent its share.
+func (s *source) next() (d delivery, ok bool) {
 	if d, ok := s.box.take(time.Time{}); ok {
-		return d
+		return d, true
 	}
-	return s.fresh()
+	if s.bounded {
+		if s.left <= 0 {
+			return delivery{}, false
+		}
+		s.left--
+	}
+	return s.fresh(), true
+}
+
+// waitCopy waits until the earliest copy in the mailbox is due, for a
+// count-bounded source that has sent its share. It returns false when
+// the mailbox is empty (the source's part of the traffic is over) or ctx
+// ends.
+func (s *source) waitCopy(ctx context.Context) bool {
+	due, ok := s.box.nextDue()
+	if !ok {
+		return false
+	}
+	if wait := time.Until(due); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // fresh returns a new logical request and posts its copies.
@@ -115,6 +148,17 @@ func (s *source) fresh() delivery {
 		}
 	}
 	return d
+}
+
+// KeyOf returns the unique key of number seq in a closed-loop run of
+// clients clients whose keys start with prefix: the key the driver sends
+// as that number (a run with Keys.Dist "unique" and Config.Requests
+// numbers its keys 1 to Requests). Callers that aim something at a key
+// before the run (a fault at a message, say) name it with KeyOf.
+func KeyOf(prefix string, clients int, seq int64) string {
+	id, n := (seq-1)%int64(clients), (seq-1)/int64(clients)+1
+	s := source{keys: &Keys{Prefix: prefix}, id: id}
+	return s.makeKey('c', n)
 }
 
 // makeKey returns "<prefix>-c<client>-<n>" for unique keys and

@@ -14,6 +14,8 @@ import (
 const (
 	// MaxDuration bounds Config.Duration.
 	MaxDuration = 24 * time.Hour
+	// MaxRequests bounds Config.Requests.
+	MaxRequests = 100_000_000
 	// MaxClients bounds Config.Clients: each client is a goroutine with
 	// its own state, and ten thousand concurrent callers already saturate
 	// any single backend.
@@ -81,8 +83,13 @@ func fieldErr(field, format string, args ...any) error {
 // limits checks the fields with a documented limit, on the values as set
 // (before defaults).
 func (c *Config) limits() error {
+	duration := between("duration", c.Duration, 1, MaxDuration, "positive")
+	if c.Requests > 0 {
+		duration = between("duration", c.Duration, 0, MaxDuration, "at least 0")
+	}
 	checks := []error{
-		between("duration", c.Duration, 1, MaxDuration, "positive"),
+		duration,
+		intRange("requests", c.Requests, 0, MaxRequests),
 		intRange("clients", c.Clients, 0, MaxClients),
 		fraction("rate", c.Rate, MaxRate),
 		atMost("late_after", c.LateAfter, MaxWait),
@@ -155,7 +162,7 @@ func optional(field string, d, lo, hi time.Duration) error {
 	return nil
 }
 
-func intRange(field string, n, lo, hi int) error {
+func intRange[T int | int64](field string, n, lo, hi T) error {
 	switch {
 	case n < lo && lo == 0:
 		return fieldErr(field, "%d is negative", n)

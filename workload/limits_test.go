@@ -53,6 +53,10 @@ func TestLimits(t *testing.T) {
 			c.Business.Latency = workload.Latency{Dist: "fixed", Mean: time.Hour}
 		}, "business.latency.mean", "10m"},
 		{"NaN failure rate", func(c *workload.Config) { c.Business.RetryableRate = math.NaN() }, "business.retryable_rate", "not a finite"},
+		{"requests with no duration", func(c *workload.Config) { c.Duration, c.Requests = 0, 50 }, "", ""},
+		{"no duration, no requests", func(c *workload.Config) { c.Duration = 0 }, "duration", "positive"},
+		{"negative requests", func(c *workload.Config) { c.Requests = -1 }, "requests", "negative"},
+		{"requests above limit", func(c *workload.Config) { c.Requests = workload.MaxRequests + 1 }, "requests", "100000000"},
 		{"drain of a day", func(c *workload.Config) { c.DrainTimeout = 24 * time.Hour }, "drain_timeout", "10m"},
 	}
 	for _, c := range cases {

@@ -106,15 +106,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer d.cs.stop()
 	}
 	res.TrafficStart = d.now()
-	timer := time.AfterFunc(cfg.Duration, d.stopTraffic)
+	if cfg.Duration > 0 {
+		timer := time.AfterFunc(cfg.Duration, d.stopTraffic)
+		defer timer.Stop()
+	}
 	if res.Open {
 		d.openLoop(ctx, res.TrafficStart)
 	} else {
 		d.closedLoop(ctx)
 	}
-	timer.Stop()
 	d.stopTraffic()
-	res.TrafficEnd = min(d.now(), res.TrafficStart+int64(cfg.Duration))
+	res.TrafficEnd = d.now()
+	if cfg.Duration > 0 {
+		res.TrafficEnd = min(res.TrafficEnd, res.TrafficStart+int64(cfg.Duration))
+	}
 	d.inflight.Wait() // calls abandoned by a client timeout
 	res.DrainEnd = d.now()
 	res.TrafficOps = d.rec.Len() - d.rec.LenKind(history.KindLease)
@@ -207,12 +212,27 @@ func (d *driver) closedLoop(ctx context.Context) {
 		wg.Go(func() {
 			c := d.newClient(id)
 			src := newSource(&d.cfg.Keys, d.cfg.Seed, id, d.cfg.Clients, &d.box)
+			src.bounded, src.left = d.cfg.Requests > 0, d.quota(id)
 			for !d.stopped.Load() && ctx.Err() == nil {
 				if d.cfg.Batch > 1 {
-					c.deliverBatch(ctx, src.pull(d.cfg.Batch))
+					dls := src.pull(d.cfg.Batch)
+					if len(dls) == 0 {
+						if !src.waitCopy(ctx) {
+							break
+						}
+						continue
+					}
+					c.deliverBatch(ctx, dls)
 					continue
 				}
-				c.deliver(ctx, src.next())
+				dl, ok := src.next()
+				if !ok {
+					if !src.waitCopy(ctx) {
+						break
+					}
+					continue
+				}
+				c.deliver(ctx, dl)
 			}
 			d.mergePending(c)
 		})
@@ -255,7 +275,11 @@ func (d *driver) pace(ctx context.Context, jobs chan<- delivery, tl0 int64) {
 	defer timer.Stop()
 	for i := int64(0); ; i++ {
 		off := time.Duration(float64(i) * float64(time.Second) / d.cfg.Rate)
-		if off >= d.cfg.Duration || d.stopped.Load() {
+		if (d.cfg.Duration > 0 && off >= d.cfg.Duration) || d.stopped.Load() {
+			return
+		}
+		if d.cfg.Requests > 0 && i >= d.cfg.Requests {
+			d.paceCopies(ctx, jobs, t0, tl0, timer)
 			return
 		}
 		at := t0.Add(off)
@@ -283,6 +307,44 @@ func (d *driver) pace(ctx context.Context, jobs chan<- delivery, tl0 int64) {
 			return
 		}
 	}
+}
+
+// paceCopies sends the copies still in the mailbox, each when it is due,
+// once a count-bounded open loop has sent its last request.
+func (d *driver) paceCopies(ctx context.Context, jobs chan<- delivery, t0 time.Time, tl0 int64, timer *time.Timer) {
+	for !d.stopped.Load() {
+		due, ok := d.box.nextDue()
+		if !ok {
+			return
+		}
+		if wait := time.Until(due); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+		}
+		c, ok := d.box.take(due)
+		if !ok {
+			continue
+		}
+		c.intended = tl0 + int64(c.due.Sub(t0))
+		if !send(ctx, jobs, c) {
+			return
+		}
+	}
+}
+
+// quota returns how many logical requests client id of a count-bounded
+// closed loop sends: the clients share Config.Requests evenly.
+func (d *driver) quota(id int) int64 {
+	n, k := d.cfg.Requests, int64(d.cfg.Clients)
+	q := n / k
+	if int64(id) < n%k {
+		q++
+	}
+	return q
 }
 
 func send(ctx context.Context, jobs chan<- delivery, dl delivery) bool {

@@ -41,6 +41,8 @@ lines=(
   "unscoped-key|mismatched-requests|--duration 1500ms|I4"
   "unfenced-completer|abandoned-keys|--duration 1s|I1"
   "check-then-act|batch-consumer|--duration 1s|I1"
+  "two-step-takeover|takeover-race||I7"
+  "fail-on-expiry|gc-pause|--duration 1500ms|I4"
 )
 
 printf '%-20s %-22s %-28s %-8s %-10s %s\n' design scenario flags caught should invariants-seen

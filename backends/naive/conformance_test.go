@@ -152,6 +152,8 @@ func TestDesignsFailConformance(t *testing.T) {
 		{design: "fail-open", wantFailed: []string{"ConcurrentAcquireGrantsExactlyOneLease", "ConcurrentTakeOverGrantsExactlyOneLease"}},
 		{design: "keeps-pending", wantFailed: []string{"ReleaseMakesKeyAbsentAndRetryable", "TokensIncreaseAcrossReleaseAndRetention"}},
 		{design: "unscoped-key", wantFailed: []string{"AcquireOnLiveLeaseReturnsRecord", "TakeOverRefusedForDifferentFingerprint", "FingerprintKeptWithRecord"}},
+		{design: "two-step-takeover", wantFailed: []string{"ConcurrentTakeOverGrantsExactlyOneLease"}},
+		{design: "fail-on-expiry", wantFailed: []string{"TakeOverOnlyAfterExpiryWithHigherToken"}},
 	}
 	mustPass := []string{
 		"CompleteStoresResponseForReplay",

@@ -1,5 +1,5 @@
-// Package naive holds deliberately broken idempotency stores: twelve designs
-// from the idempotency literature and peers' issue trackers, each an
+// Package naive holds deliberately broken idempotency stores: designs
+// from the idempotency literature, peers' issue trackers and store authors, each an
 // in-memory idem.Store that gets one thing wrong. They exist so that the harness can show it catches them: each
 // must fail the conformance suite (backends/storetest) and be caught by at
 // least one built-in scenario. A checker that passes them all is broken.
@@ -36,6 +36,12 @@
 //	                                     answers "in progress" until its retention ends
 //	unscoped-key       UnscopedKey       records found by key alone, the request          mismatched-requests, I4
 //	                                     (endpoint, body) ignored: requests share one
+//	two-step-takeover  TwoStepTakeover   take-over reads, then writes the next token:     takeover-race, I7
+//	                                     overlapping callers all take one lease over      (two take-overs of
+//	                                                                                      one token)
+//	fail-on-expiry     FailOnExpiry      an expired lease is stored as a permanent        gc-pause, I4 (effect
+//	                                     failure: the slow holder's effect lands after    after the commit)
+//	                                     the clients were told "failed"
 //
 // I7 (token order over lease grants) and I8 (no write under a superseded
 // token) are the checker's invariants for the lease grants the engine
@@ -54,7 +60,9 @@
 // ConcurrentAcquireGrantsExactlyOneLease for fail-open),
 // StaleTokenWritesAreFencedOff for unfenced-heartbeat, and
 // TakeOverRefusedForDifferentFingerprint and FingerprintKeptWithRecord for
-// unscoped-key. A design may fail a few more cases as a consequence of the
+// unscoped-key; ConcurrentTakeOverGrantsExactlyOneLease for
+// two-step-takeover and TakeOverOnlyAfterExpiryWithHigherToken for
+// fail-on-expiry. A design may fail a few more cases as a consequence of the
 // same flaw; the package tests pin down which.
 //
 // New builds a design by the name the harness uses (Names lists them); the

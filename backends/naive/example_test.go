@@ -26,6 +26,8 @@ func ExampleNames() {
 	// fail-open
 	// keeps-pending
 	// unscoped-key
+	// two-step-takeover
+	// fail-on-expiry
 }
 
 func ExampleNew() {
@@ -45,5 +47,5 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// first lease: true second lease: true
-	// naive: unknown design "optimistic" (valid: check-then-act, cache-on-success, unfenced-takeover, delete-on-error, no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat, fail-open, keeps-pending, unscoped-key)
+	// naive: unknown design "optimistic" (valid: check-then-act, cache-on-success, unfenced-takeover, delete-on-error, no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat, fail-open, keeps-pending, unscoped-key, two-step-takeover, fail-on-expiry)
 }

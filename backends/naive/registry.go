@@ -36,12 +36,15 @@ var designs = []struct {
 	{"fail-open", func(o Options) design { return NewFailOpen(o) }},
 	{"keeps-pending", func(o Options) design { return NewKeepsPending(o) }},
 	{"unscoped-key", func(o Options) design { return NewUnscopedKey(o) }},
+	{"two-step-takeover", func(o Options) design { return NewTwoStepTakeover(o) }},
+	{"fail-on-expiry", func(o Options) design { return NewFailOnExpiry(o) }},
 }
 
 // Names returns the names of the designs New accepts, in a fixed order:
 // check-then-act, cache-on-success, unfenced-takeover, delete-on-error,
 // no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat,
-// fail-open, keeps-pending, unscoped-key. The slice is the caller's.
+// fail-open, keeps-pending, unscoped-key, two-step-takeover,
+// fail-on-expiry. The slice is the caller's.
 func Names() []string {
 	names := make([]string, len(designs))
 	for i, d := range designs {

@@ -23,6 +23,8 @@ func TestNewBuildsEachDesign(t *testing.T) {
 		"fail-open":          "*naive.FailOpen",
 		"keeps-pending":      "*naive.KeepsPending",
 		"unscoped-key":       "*naive.UnscopedKey",
+		"two-step-takeover":  "*naive.TwoStepTakeover",
+		"fail-on-expiry":     "*naive.FailOnExpiry",
 	}
 	names := Names()
 	if len(names) != len(want) {

@@ -51,6 +51,7 @@ func safetyCases() []groupCase {
 		{"KeysAreExactAndIndependent", keysIndependent},
 		{"CorruptRecordIsReported", corruptRecord},
 		{"PlantedRecordsFailClosed", plantedRecords},
+		{"BatchPathAgreesWithSinglePath", batchAgreesWithSingle},
 	}
 }
 

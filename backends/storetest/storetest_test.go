@@ -18,8 +18,8 @@ import (
 
 func TestCasesAreGroupedOnce(t *testing.T) {
 	cases := storetest.Cases()
-	if len(cases) != 23 {
-		t.Fatalf("%d cases, want the 23 of the suite", len(cases))
+	if len(cases) != 24 {
+		t.Fatalf("%d cases, want the 24 of the suite", len(cases))
 	}
 	seen := map[string]bool{}
 	count := map[storetest.Group]int{}
@@ -76,6 +76,16 @@ func (s strictStore) Complete(ctx context.Context, l *idem.Lease, resp idem.Resp
 	return s.Store.Complete(ctx, l, resp, retention)
 }
 
+// keepOnRelease wraps memstore, a batch store, and overrides Release with
+// a policy of its own (a key, once claimed, is never given back: Release
+// is refused). Its embedded FinishBatch still releases: the two paths
+// disagree.
+type keepOnRelease struct {
+	*memstore.Store
+}
+
+func (keepOnRelease) Release(context.Context, *idem.Lease) error { return idem.ErrLeaseLost }
+
 const (
 	childEnv      = "STORETEST_CHILD"
 	strictReason  = "refuses writes once the lease has expired"
@@ -99,6 +109,9 @@ func TestChild(t *testing.T) {
 			if strict {
 				return strictStore{Store: s, clock: clock}
 			}
+			if mode == "release-override" {
+				return keepOnRelease{s}
+			}
 			return s
 		},
 		Advance: clock.Advance,
@@ -121,7 +134,11 @@ func TestDeviations(t *testing.T) {
 		want     []string
 		notWant  []string
 	}{
-		{mode: "correct", want: []string{"--- PASS: TestChild/contract/" + deviatingCase, "--- PASS: TestChild/safety/StaleTokenWritesAreFencedOff"}, notWant: []string{"DEVIATION"}},
+		{mode: "correct", want: []string{"--- PASS: TestChild/contract/" + deviatingCase, "--- PASS: TestChild/safety/StaleTokenWritesAreFencedOff", "--- PASS: TestChild/safety/BatchPathAgreesWithSinglePath"}, notWant: []string{"DEVIATION"}},
+		// A wrapper that embeds a real batch store and overrides Release:
+		// the batch path still releases through the embedded store.
+		{mode: "release-override", wantExit: true, want: []string{"--- FAIL: TestChild/safety/BatchPathAgreesWithSinglePath",
+			"disagree on release: single refused (ErrLeaseLost), batch accepted"}},
 		{mode: "strict", wantExit: true, want: []string{"--- FAIL: TestChild/contract/" + deviatingCase}},
 		{mode: "strict-declared", want: []string{"--- PASS: TestChild/contract/" + deviatingCase, "DOCUMENTED DEVIATION: " + deviatingCase + " (contract): " + strictReason}},
 		{mode: "correct-declared", wantExit: true, want: []string{"--- FAIL: TestChild/contract/" + deviatingCase, "DEVIATION DECLARED BUT NOT SEEN"}},

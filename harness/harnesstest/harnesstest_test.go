@@ -23,8 +23,16 @@ type recorder struct {
 	testing.TB
 	mu     sync.Mutex
 	errors []string
+	logs   []string
 	failed bool
 }
+
+func (r *recorder) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Log(args ...any) { r.Logf("%s", fmt.Sprint(args...)) }
 
 func (r *recorder) Errorf(format string, args ...any) {
 	r.mu.Lock()
@@ -79,7 +87,7 @@ func TestCatchesKnownBadDesign(t *testing.T) {
 		t.Fatal("harnesstest passed a check-then-act store: it must report the double execution")
 	}
 	msg := strings.Join(bad.errors, "\n")
-	for _, want := range []string{"check-then-act", "duplicates seed", "verdict violation", "I1", "replay: idembench run"} {
+	for _, want := range []string{"check-then-act", "duplicates seed", "verdict violation", "I1", "replay: cd ", "go test -count=1 -run '^TestCatchesKnownBadDesign$' .", `harnesstest.Scenarios("duplicates")`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the failure report lacks %q:\n%s", want, msg)
 		}
@@ -110,5 +118,48 @@ func TestReferenceStore(t *testing.T) {
 	}
 	if d := time.Since(start); d > limit+5*time.Second {
 		t.Errorf("harnesstest took %s, its budget is %s", d, limit)
+	}
+}
+
+// TestSkipsScenarioTheStoreCannotRun: a correct store without idem.Lister
+// (the exported reference store of backends/naive) passes the one-line
+// test; abandoned-keys, whose completers need ListStuck, is skipped and the
+// log says why.
+func TestSkipsScenarioTheStoreCannotRun(t *testing.T) {
+	r := record(t, func(tb testing.TB) {
+		harnesstest.Run(tb, func(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {
+			return naive.NewReference(naive.Options{Clock: env.Clock}), nil, nil
+		}, harnesstest.Scenarios("abandoned-keys", "duplicates"), harnesstest.Seeds(1), harnesstest.Named("reference"))
+	})
+	if r.Failed() {
+		t.Fatalf("harnesstest failed a correct store without idem.Lister:\n%s", strings.Join(r.errors, "\n"))
+	}
+	logs := strings.Join(r.logs, "\n")
+	for _, want := range []string{"scenario abandoned-keys skipped", "idem.Lister", "duplicates seed 1: ok"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %q:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, "abandoned-keys seed") {
+		t.Errorf("abandoned-keys ran:\n%s", logs)
+	}
+}
+
+// TestLogsWhatTheBudgetDropped: runs that do not fit in the budget are not
+// made, and one log line names every one of them.
+func TestLogsWhatTheBudgetDropped(t *testing.T) {
+	r := record(t, func(tb testing.TB) {
+		harnesstest.Run(tb, func(ctx context.Context, env harness.Env) (idem.Store, io.Closer, error) {
+			st := memstore.New(memstore.Options{Clock: env.Clock})
+			return st, st, nil
+		}, harnesstest.Scenarios("duplicates", "default"), harnesstest.Seeds(1, 2), harnesstest.Budget(time.Millisecond))
+	})
+	if r.Failed() {
+		t.Fatalf("a spent budget failed the test:\n%s", strings.Join(r.errors, "\n"))
+	}
+	logs := strings.Join(r.logs, "\n")
+	want := "budget of 1ms spent: 4 of 4 runs not made: duplicates seed 1, default seed 1, default seed 2, duplicates seed 2"
+	if !strings.Contains(logs, want) {
+		t.Errorf("the log lacks %q:\n%s", want, logs)
 	}
 }

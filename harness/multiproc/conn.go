@@ -66,8 +66,11 @@ type PauseRequest struct {
 }
 
 func init() {
-	gob.Register(hello{})
+	gob.Register(Hello{})
 	gob.Register(PauseRequest{})
+	gob.Register(ClockSample{})
+	gob.Register(ClockReport{})
+	gob.Register(StartRequest{})
 	gob.Register(history.Op{})
 	gob.Register([]history.Op{})
 }
@@ -92,10 +95,20 @@ type frame struct {
 	Err    *WireError
 }
 
-// hello is the body of the first frame.
-type hello struct {
+// Hello is the body of the coordinator's first frame: the kind of worker
+// it started (the key a worker process dispatches on, see ServeWorker) and
+// that worker's spec, as JSON.
+type Hello struct {
 	Kind string
-	Spec []byte // JSON
+	Spec []byte
+}
+
+// Decode decodes the hello's spec into spec (a pointer).
+func (h Hello) Decode(spec any) error {
+	if err := json.Unmarshal(h.Spec, spec); err != nil {
+		return fmt.Errorf("multiproc: worker spec: %w", err)
+	}
+	return nil
 }
 
 // Handler carries out a call or an event from the other end and returns
@@ -145,28 +158,35 @@ func (c *Conn) SendHello(kind string, spec any) error {
 	if err != nil {
 		return fmt.Errorf("multiproc: worker spec: %w", err)
 	}
-	return c.send(&frame{Method: "hello", Body: hello{Kind: kind, Spec: b}})
+	return c.send(&frame{Method: "hello", Body: Hello{Kind: kind, Spec: b}})
 }
 
 // ReadHello reads the hello, the worker's first frame, before Serve: it
 // decodes its spec into spec (a pointer). A hello of another kind than
 // kind is an error (a worker started by the wrong command).
 func (c *Conn) ReadHello(kind string, spec any) error {
-	var f frame
-	if err := c.dec.Decode(&f); err != nil {
-		return fmt.Errorf("multiproc: read the hello: %w", err)
+	h, err := c.ReadAnyHello()
+	if err != nil {
+		return err
 	}
-	h, ok := f.Body.(hello)
-	switch {
-	case !ok || f.Method != "hello":
-		return fmt.Errorf("multiproc: first frame is %q, want the hello", f.Method)
-	case h.Kind != kind:
+	if h.Kind != kind {
 		return fmt.Errorf("multiproc: this is a %s worker, started as a %s worker", kind, h.Kind)
 	}
-	if err := json.Unmarshal(h.Spec, spec); err != nil {
-		return fmt.Errorf("multiproc: worker spec: %w", err)
+	return h.Decode(spec)
+}
+
+// ReadAnyHello reads the hello, the worker's first frame, before Serve,
+// whatever its kind.
+func (c *Conn) ReadAnyHello() (Hello, error) {
+	var f frame
+	if err := c.dec.Decode(&f); err != nil {
+		return Hello{}, fmt.Errorf("multiproc: read the hello: %w", err)
 	}
-	return nil
+	h, ok := f.Body.(Hello)
+	if !ok || f.Method != "hello" {
+		return Hello{}, fmt.Errorf("multiproc: first frame is %q, want the hello", f.Method)
+	}
+	return h, nil
 }
 
 // Serve reads frames until the transport fails or closes: it delivers

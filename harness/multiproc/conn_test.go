@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
@@ -49,6 +51,35 @@ func TestConnHello(t *testing.T) {
 	go func() { _ = co.SendHello("consume", spec{}) }()
 	if err := wo.ReadHello("run", &got); err == nil {
 		t.Error("a consume hello was accepted by a run worker")
+	}
+}
+
+// TestServeWorkerDispatches: one worker entry point serves every kind of
+// worker: the hello's kind picks the WorkerFunc, which gets the spec; an
+// unknown kind is a configuration error naming the kinds served.
+func TestServeWorkerDispatches(t *testing.T) {
+	kinds := map[string]WorkerFunc{
+		RunKind: func(context.Context, *Conn, Hello) error { return errors.New("the run worker ran") },
+		"consume": func(_ context.Context, _ *Conn, h Hello) error {
+			var n int
+			if err := h.Decode(&n); err != nil {
+				return err
+			}
+			return fmt.Errorf("the consume worker ran with %d", n)
+		},
+	}
+	for kind, want := range map[string]string{"consume": "the consume worker ran with 7", RunKind: "the run worker ran",
+		"bogus": `no worker of kind "bogus" here (this binary serves consume, run)`} {
+		a, b := net.Pipe()
+		go func() { _ = NewConn(a).SendHello(kind, 7) }()
+		err := ServeWorker(context.Background(), b, kinds)
+		a.Close()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("hello of kind %s: error %v, want %q", kind, err, want)
+		}
+		if kind == "bogus" && !errors.Is(err, harness.ErrConfig) {
+			t.Errorf("unknown kind: %v does not wrap harness.ErrConfig", err)
+		}
 	}
 }
 

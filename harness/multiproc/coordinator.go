@@ -47,11 +47,20 @@ type coordinator struct {
 	ended    int
 	progress map[int]int
 	windows  []history.Op
+	clocks   []history.ClockBound // one per incarnation that measured its clock
+	// The start barrier: gate is closed once every worker is ready (its
+	// store open and its clock measured), or one failed to start, and
+	// the workers' traffic and the faults start then.
+	ready    []bool
+	nready   int
+	gate     chan struct{}
+	gateOnce sync.Once
 	restarts int
 	nextBase int
 	failed   error
 	stopping bool
 	grace    *time.Timer // kills the workers an interrupt did not stop in time
+	join     *joiner     // workers that join over NATS; nil: local processes
 }
 
 func newCoordinator(p *harness.Prepared, cfg workload.Config, n int, opts Options) *coordinator {
@@ -60,6 +69,7 @@ func newCoordinator(p *harness.Prepared, cfg workload.Config, n int, opts Option
 	over.Duration = cfg.Duration
 	over.ClosedLoop = cfg.Rate == 0 // Clients and Rate: each worker's share (next)
 	co := &coordinator{p: p, n: n, opts: opts, procs: make([]*Proc, n), progress: map[int]int{},
+		ready: make([]bool, n), gate: make(chan struct{}),
 		shares: clientShares(cfg.Clients, n), clients: cfg.Clients, rate: cfg.Rate}
 	co.base = workerSpec{
 		Engine: sp.Engine.Name, Backend: sp.Backend, URL: p.Env.URL, SinkURL: p.SinkURL,
@@ -104,6 +114,16 @@ func (co *coordinator) run(ctx context.Context, d time.Duration) error {
 			return err
 		}
 	}
+	// The start barrier: a worker slow to open its store (a loaded
+	// machine, a far host) is not struck by a fault meant for its
+	// traffic, and the traffic's clock starts when every worker can send.
+	select {
+	case <-co.gate:
+	case <-ctx.Done():
+	}
+	co.mu.Lock()
+	co.t0 = time.Now()
+	co.mu.Unlock()
 	co.p.Faults.Start() // restarts and network faults, on the traffic's clock
 	pctx, stopPauses := context.WithCancel(ctx)
 	var pw sync.WaitGroup
@@ -132,10 +152,13 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 	defer co.mu.Unlock()
 	ws := co.base
 	ws.Index = i
+	if co.opts.ClockSkew != nil {
+		ws.ClockSkew = co.opts.ClockSkew(i)
+	}
 	ws.Over.Clients = co.shares[i]
 	ws.Over.Rate = co.rate * float64(co.shares[i]) / float64(co.clients)
 	ws.ClientBase = co.nextBase
-	co.nextBase += ws.Over.Clients + 64 // room for the probe's clients
+	co.nextBase += ws.Over.Clients + probeClients
 	ws.Over.Duration = d - time.Since(co.t0)
 	if len(co.crashes) > 0 {
 		f := co.crashes[0]
@@ -162,13 +185,20 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 // start starts an incarnation of worker i.
 func (co *coordinator) start(ctx context.Context, wg *sync.WaitGroup, i int, d time.Duration) error {
 	ws := co.next(i, d)
-	cmd, err := co.opts.command()
-	if err != nil {
-		return harness.EnvironmentError(err)
-	}
-	p, err := StartProc(cmd)
-	if err != nil {
-		return harness.EnvironmentError(fmt.Errorf("start worker %d: %w", i, err))
+	var p *Proc
+	if co.join != nil {
+		var err error
+		if p, err = co.join.accept(ctx, i); err != nil {
+			return harness.EnvironmentError(err)
+		}
+	} else {
+		cmd, err := co.opts.command()
+		if err != nil {
+			return harness.EnvironmentError(err)
+		}
+		if p, err = StartProc(cmd); err != nil {
+			return harness.EnvironmentError(fmt.Errorf("start worker %d: %w", i, err))
+		}
 	}
 	co.mu.Lock()
 	co.procs[i] = p
@@ -177,7 +207,7 @@ func (co *coordinator) start(ctx context.Context, wg *sync.WaitGroup, i int, d t
 	wg.Go(func() {
 		// Serve ends once the worker exited and all it sent is read.
 		p.Conn.Serve(ctx, func(ctx context.Context, method string, body any, _ bool) (any, error) {
-			return co.handle(ctx, i, ws.ClientBase, p, method, body)
+			return co.handle(ctx, i, &ws, p, method, body)
 		})
 		p.Conn.Close()
 		co.exited(ctx, wg, i, p, d)
@@ -186,13 +216,32 @@ func (co *coordinator) start(ctx context.Context, wg *sync.WaitGroup, i int, d t
 }
 
 // handle carries out a call or an event of worker i's incarnation p.
-func (co *coordinator) handle(ctx context.Context, i, incarnation int, p *Proc, method string, body any) (any, error) {
-	if r, ok := body.(PauseRequest); ok { // MethodPause
+func (co *coordinator) handle(ctx context.Context, i int, ws *workerSpec, p *Proc, method string, body any) (any, error) {
+	switch r := body.(type) {
+	case PauseRequest: // MethodPause
 		return co.stopWorker(ctx, i, p, r), nil
+	case ClockSample: // MethodClock, a call: answered at once
+		return ClockSample{Now: history.Now()}, nil
+	case StartRequest: // MethodStart: answered at the start barrier
+		select {
+		case <-co.gate:
+			return true, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
+	incarnation := ws.ClientBase
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	switch b := body.(type) {
+	case ClockReport: // MethodClock, the event: the worker is ready
+		co.noteClock(i, ws, b)
+		if !co.ready[i] {
+			co.ready[i] = true
+			if co.nready++; co.nready == co.n {
+				co.openGate()
+			}
+		}
 	case []history.Op: // MethodRecord
 		co.ops = append(co.ops, b...)
 	case int: // MethodProgress
@@ -236,6 +285,7 @@ func (co *coordinator) exited(ctx context.Context, wg *sync.WaitGroup, i int, p 
 		co.restarts++
 	case err != nil:
 		co.failed = errors.Join(co.failed, harness.EnvironmentError(fmt.Errorf("worker %d: %w", i, p.ExitError())))
+		co.openGate() // the run ends: nobody waits for this worker
 	}
 	restart := killed && !stopping && co.restarts <= maxRestarts && d-time.Since(co.t0) > 100*time.Millisecond
 	co.mu.Unlock()
@@ -326,6 +376,9 @@ func (co *coordinator) interruptAll() {
 
 // killAll kills every worker (a failed start, or an interrupted worker
 // that did not stop in time).
+// openGate opens the start barrier.
+func (co *coordinator) openGate() { co.gateOnce.Do(func() { close(co.gate) }) }
+
 func (co *coordinator) killAll() {
 	co.mu.Lock()
 	defer co.mu.Unlock()

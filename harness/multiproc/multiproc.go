@@ -38,6 +38,17 @@ type Options struct {
 	// must call Worker with Stdio. Nil means this executable with the
 	// argument "worker". Run sets its Stdin, Stdout and Stderr.
 	Command func() (*exec.Cmd, error)
+	// ClockSkew, when set, gives worker i a clock off by ClockSkew(i): a
+	// host of its own, for tests of the clock handling. Each worker
+	// measures its offset to the coordinator's clock before its traffic
+	// and corrects its readings by it; the history's header keeps each
+	// worker's remaining error bound, which the checker widens its ops'
+	// intervals by.
+	ClockSkew func(worker int) time.Duration
+	// Join, when set, makes the workers processes started elsewhere that
+	// join the run through NATS JetStream (see Join) instead of
+	// processes Run starts with Command.
+	Join *Join
 }
 
 func (o Options) command() (*exec.Cmd, error) {
@@ -73,7 +84,14 @@ type workerSpec struct {
 	// ClientTimeout, when positive, replaces the scenario's client timeout
 	// (a run with network faults).
 	ClientTimeout time.Duration `json:"client_timeout,omitempty"`
+	// ClockSkew is added to the worker's clock readings, as if it ran on
+	// a host whose clock is off by that much (Options.ClockSkew).
+	ClockSkew time.Duration `json:"clock_skew,omitempty"`
 }
+
+// probeClients is the room left after each worker incarnation's client
+// ids for the clients of its liveness probe.
+const probeClients = 64
 
 // MaxWorkers bounds the worker processes of one run: each is a whole
 // process with its own connection pools, and a few dozen already put every
@@ -127,6 +145,17 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	hdr := p.Header(cfg)
 	hdr.Options["workers"] = strconv.Itoa(workers)
 	co := newCoordinator(p, cfg, workers, opts)
+	if opts.Join != nil {
+		if len(co.crashes) > 0 || len(co.pending) > 0 || len(co.scheduled) > 0 {
+			return nil, harness.ConfigError("join: scenario %s has process crashes or pauses, which workers on other hosts cannot take yet (a joined worker cannot be stopped or restarted from here)", sp.ScenarioName)
+		}
+		jr, err := openJoiner(ctx, *opts.Join, workers)
+		if err != nil {
+			return nil, err
+		}
+		defer jr.close()
+		co.join = jr
+	}
 	stopWatch := watch(p.Spec.Progress, co.calls, cfg.Duration)
 	wctx, stopServerWatch := p.WatchBackend(ctx)
 	err = co.run(wctx, cfg.Duration)
@@ -136,6 +165,7 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	}
 	if err != nil {
 		if ctx.Err() != nil && p.Spec.Out != "" && co.sent() {
+			hdr.Clocks = co.clockBounds()
 			return nil, co.savePartial(p.Spec.Out, hdr, err)
 		}
 		return nil, err
@@ -146,6 +176,7 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	if err := p.CheckBackend(ctx); err != nil {
 		return nil, err
 	}
+	hdr.Clocks = co.clockBounds()
 	h, stats, err := co.assemble(ctx, sink, hdr)
 	if err != nil {
 		return nil, err

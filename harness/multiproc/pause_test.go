@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 		pauserChild()
 	case "worker":
 		workerChild()
+	case "join":
+		joinChild()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode", os.Getenv(childEnv))
 		os.Exit(2)
@@ -239,12 +241,12 @@ func TestAimedPauseEnds(t *testing.T) {
 	})
 }
 
-// workerChild is a worker process of TestAimedPauseRun: Worker with the
+// workerChild is a worker process of TestAimedPauseRun: a run worker with the
 // built-in engines.
 func workerChild() {
 	reg, err := harness.NewRegistry(engines.Builtin()...)
 	if err == nil {
-		err = Worker(context.Background(), Stdio(), reg)
+		err = ServeWorker(context.Background(), Stdio(), map[string]WorkerFunc{RunKind: RunWorker(reg)})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)

@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/idembench/idembench/history"
 )
@@ -22,6 +25,53 @@ type Proc struct {
 	stderr *tailBuffer
 	done   chan struct{} // closed once the process exited
 	err    error         // Wait's, set before done is closed
+	// remote is set for a worker that joined over NATS (Join): its
+	// process is elsewhere, and lost reports that it stopped answering.
+	remote *remote
+}
+
+// remote is what the coordinator has of a worker process elsewhere.
+type remote struct {
+	pipe *natsPipe
+	lost atomic.Bool
+}
+
+// livenessPing is how often the coordinator pings a remote worker, and
+// livenessMisses how many unanswered pings in a row lose it.
+const (
+	livenessPing   = 300 * time.Millisecond
+	livenessMisses = 5
+)
+
+// remoteProc returns the Proc of a worker that joined over NATS. It is
+// done once the worker closed its end (it exited: Wait returns nil) or
+// stopped answering the pings on subject alive (lost: Killed is true).
+func remoteProc(nc *nats.Conn, alive string, pipe *natsPipe) *Proc {
+	p := &Proc{Conn: NewConn(pipe), stderr: &tailBuffer{max: 4096}, done: make(chan struct{}), remote: &remote{pipe: pipe}}
+	go func() {
+		defer close(p.done)
+		misses := 0
+		for {
+			if pipe.closedByPeer() {
+				return
+			}
+			if _, err := nc.Request(alive, nil, livenessPing); err != nil {
+				if pipe.closedByPeer() {
+					return
+				}
+				if misses++; misses >= livenessMisses {
+					p.remote.lost.Store(true)
+					p.err = errWorkerLost
+					pipe.msgs.Stop() // the reader sees the end
+					return
+				}
+				continue
+			}
+			misses = 0
+			time.Sleep(livenessPing)
+		}
+	}()
+	return p
 }
 
 // StartProc starts cmd as a worker process: its stdin and stdout carry the
@@ -78,6 +128,9 @@ func (p *Proc) Wait() error {
 // SIGKILL (a crash it inflicted on itself, or a kill).
 func (p *Proc) Killed() bool {
 	<-p.done
+	if p.remote != nil {
+		return p.remote.lost.Load()
+	}
 	var ee *exec.ExitError
 	if !errors.As(p.err, &ee) {
 		return false
@@ -96,11 +149,33 @@ func (p *Proc) ExitError() error {
 	return fmt.Errorf("%v: %s", p.err, p.stderr.String())
 }
 
-// Signal sends sig to the process; an error once it is gone.
-func (p *Proc) Signal(sig os.Signal) error { return p.Cmd.Process.Signal(sig) }
+// Signal sends sig to the process; an error once it is gone. A remote
+// worker gets SIGTERM as a MethodStop event (it ends its traffic and
+// sends what it has); SIGCONT does nothing there, SIGKILL drops it, and
+// SIGSTOP is an error: a remote process cannot be stopped.
+func (p *Proc) Signal(sig os.Signal) error {
+	if p.remote == nil {
+		return p.Cmd.Process.Signal(sig)
+	}
+	switch sig {
+	case syscall.SIGTERM:
+		return p.Conn.Notify(MethodStop, "")
+	case syscall.SIGCONT:
+		return nil
+	case syscall.SIGKILL:
+		p.remote.pipe.msgs.Stop()
+		return nil
+	}
+	return fmt.Errorf("multiproc: cannot send %v to a remote worker", sig)
+}
 
-// Pid is the process id.
-func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+// Pid is the process id; 0 for a remote worker.
+func (p *Proc) Pid() int {
+	if p.remote != nil {
+		return 0
+	}
+	return p.Cmd.Process.Pid
+}
 
 // StopFor stops the process (SIGSTOP) and continues it (SIGCONT) d later,
 // as soon as ctx ends or as soon as the process exited: the whole process

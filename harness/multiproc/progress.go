@@ -21,6 +21,8 @@ func reportCalls(c *Conn, rec *history.Recorder) (stop func()) {
 	stopped := false
 	send := func() { _ = c.Notify(MethodProgress, rec.LenKind(history.KindCall)) }
 	var t *time.Timer
+	mu.Lock() // the timer's func reads t: assign it first
+	defer mu.Unlock()
 	t = time.AfterFunc(progressEvery, func() {
 		mu.Lock()
 		defer mu.Unlock()

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/idembench/idembench/chaos"
@@ -16,24 +19,63 @@ import (
 	"github.com/idembench/idembench/workload"
 )
 
-// workerKind names a worker of Run in the protocol's hello.
-const workerKind = "run"
+// RunKind names a worker of Run in the protocol's hello.
+const RunKind = "run"
 
-// Worker runs one worker process of a Run: it speaks the worker protocol
-// over t (Stdio: its stdin and stdout) with the coordinator, which sends
-// the spec in its hello; the engine the spec names is looked up in
-// engines. It sends the history it recorded when its run is over (or
-// interrupted: SIGTERM cancels ctx), and also right before it kills itself
-// at a crash point. Errors wrap harness.ErrConfig or
-// harness.ErrEnvironment.
-func Worker(ctx context.Context, t io.ReadWriteCloser, engines *harness.Registry) error {
+// workerKind is RunKind, as the coordinator sends it.
+const workerKind = RunKind
+
+// A WorkerFunc runs one worker process of the kind it serves, on the
+// connection to its coordinator, given the hello the coordinator sent.
+type WorkerFunc func(ctx context.Context, c *Conn, h Hello) error
+
+// ServeWorker is the entry point of every worker process (the hidden
+// `idembench worker` command): it speaks the worker protocol over t
+// (Stdio: its stdin and stdout), reads the coordinator's hello and runs
+// the WorkerFunc of its kind: RunKind for `run --workers`, consume's
+// WorkerKind for `consume --processes`. A kind not in kinds is a
+// configuration error naming the ones served.
+func ServeWorker(ctx context.Context, t io.ReadWriteCloser, kinds map[string]WorkerFunc) error {
 	conn := NewConn(t)
 	defer conn.Close()
-	var ws workerSpec
-	if err := conn.ReadHello(workerKind, &ws); err != nil {
+	h, err := conn.ReadAnyHello()
+	if err != nil {
 		return harness.ConfigError("worker: %w", err)
 	}
-	go conn.Serve(ctx, nil) // the answers to pause calls
+	f, ok := kinds[h.Kind]
+	if !ok {
+		return harness.ConfigError("worker: no worker of kind %q here (this binary serves %s)", h.Kind, strings.Join(slices.Sorted(maps.Keys(kinds)), ", "))
+	}
+	return f(ctx, conn, h)
+}
+
+// RunWorker returns the worker of a Run: the engine its spec names is
+// looked up in engines. It sends the history it recorded when its run is
+// over (or interrupted: SIGTERM cancels ctx), and also right before it
+// kills itself at a crash point. Errors wrap harness.ErrConfig or
+// harness.ErrEnvironment.
+func RunWorker(engines *harness.Registry) WorkerFunc {
+	return func(ctx context.Context, conn *Conn, h Hello) error {
+		return runWorker(ctx, conn, h, engines)
+	}
+}
+
+func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Registry) error {
+	var ws workerSpec
+	if err := h.Decode(&ws); err != nil {
+		return harness.ConfigError("worker: %w", err)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// The answers to calls, and a remote worker's stop (a local one gets
+	// SIGTERM, which cancels ctx).
+	go conn.Serve(ctx, func(_ context.Context, method string, _ any, event bool) (any, error) {
+		if event && method == MethodStop {
+			stop()
+			return nil, nil
+		}
+		return nil, fmt.Errorf("multiproc: a worker serves no %q calls", method)
+	})
 	e, err := engines.Lookup(ws.Engine)
 	if err != nil {
 		return err
@@ -62,19 +104,43 @@ func Worker(ctx context.Context, t io.ReadWriteCloser, engines *harness.Registry
 	cfg.ClientBase = ws.ClientBase
 	cfg.Keys.Prefix = ws.Prefix
 	cfg.Recorder = history.NewRecorder()
-	cfg.Now = history.Now
+	// The worker's clock, corrected by its measured offset to the
+	// coordinator's: on one machine the offset is about zero and the
+	// bound a few microseconds; a host with its own clock (ClockSkew
+	// simulates one) is brought onto the coordinator's timeline, to
+	// within the bound the checker widens its ops by.
+	skew := int64(ws.ClockSkew)
+	local := func() int64 { return history.Now() + skew }
+	clk, err := measureClock(ctx, conn, local)
+	if err != nil {
+		return harness.EnvironmentError(fmt.Errorf("worker %d: %w", ws.Index, err))
+	}
+	if err := conn.Notify(MethodClock, clk); err != nil {
+		return harness.EnvironmentError(fmt.Errorf("worker %d: report the clock: %w", ws.Index, err))
+	}
+	offset := int64(clk.Offset)
+	now := func() int64 { return local() + offset }
+	// The start barrier: every worker's store is open and its clock
+	// measured before any traffic.
+	if _, err := conn.Call(ctx, MethodStart, StartRequest{}); err != nil {
+		if ctx.Err() != nil { // interrupted before the traffic
+			return sendHistory(conn, cfg.Recorder, nil, MethodDone)
+		}
+		return harness.EnvironmentError(fmt.Errorf("worker %d: wait for the start: %w", ws.Index, err))
+	}
+	cfg.Now = now
 	var faults []chaos.Fault
 	if ws.Crash != nil {
 		faults = append(faults, *ws.Crash)
 	}
-	inj, err := chaos.New(chaos.Config{Seed: ws.Over.Seed + int64(ws.ClientBase), Faults: faults, RunFor: cfg.Duration, Now: history.Now})
+	inj, err := chaos.New(chaos.Config{Seed: ws.Over.Seed + int64(ws.ClientBase), Faults: faults, RunFor: cfg.Duration, Now: now})
 	if err != nil {
 		return harness.ConfigError("worker: %w", err)
 	}
-	cfg.Faults = &workerFaults{Injector: inj, ws: &ws, rec: cfg.Recorder, c: conn, pauser: newPauser(ctx, conn, ws.Pauses, cfg.Duration)}
-	stop := reportCalls(conn, cfg.Recorder)
+	cfg.Faults = &workerFaults{Injector: inj, ws: &ws, rec: cfg.Recorder, c: conn, now: now, pauser: newPauser(ctx, conn, ws.Pauses, cfg.Duration)}
+	stopReports := reportCalls(conn, cfg.Recorder)
 	_, err = workload.Run(ctx, cfg)
-	stop()
+	stopReports()
 	if err != nil && ctx.Err() == nil {
 		return err
 	}
@@ -94,7 +160,8 @@ type workerFaults struct {
 	ws     *workerSpec
 	rec    *history.Recorder
 	c      *Conn
-	pauser *pauser // nil without pauses
+	now    func() int64 // the worker's corrected clock
+	pauser *pauser      // nil without pauses
 }
 
 func (f *workerFaults) Start() {
@@ -125,7 +192,7 @@ func (f *workerFaults) Hook() idem.Hook {
 			f.pauser.at(p, l)
 		}
 		if chaos.IsCrash(err) {
-			now := history.Now()
+			now := f.now()
 			w := history.Fault(history.FaultCrash, fmt.Sprintf("SIGKILL worker %d at %s", f.ws.Index, p), now, now).OnWorker(f.ws.Index).OnKey(l.Key, uint64(l.Token))
 			_ = sendHistory(f.c, f.rec, &w, MethodCrash)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -1,0 +1,31 @@
+package naive
+
+// Reference is a small correct in-memory idem.Store (and idem.Sweeper):
+// the map store every design of this package is built on, exported as a
+// base for experiments and teaching. One mutex, one map, one fencing
+// counter for every key; Acquire is one atomic step, every write is fenced
+// by the lease's token, responses are replayed byte for byte, records
+// expire after their retention (lazily, or by Sweep). It passes
+// backends/storetest and starts no goroutine.
+//
+// Build a variant by embedding it and replacing a method, as the
+// Example does; a method you do not replace is Reference's. Reference
+// implements no optional interface but idem.Sweeper (no idem.Lister, no
+// idem.BatchStore, no idem.Waiter), so a wrapper's overrides are the only
+// path the engine takes (see idem.Store on optional interfaces). It is
+// not a production store: memory only, one lock, nothing kept across
+// restarts; backends/memstore is the reference engine's memory store.
+type Reference struct {
+	mapStore
+}
+
+// NewReference returns an empty Reference store configured by opts
+// (Clock, TakeoverGrace; the other fields are for the broken designs and
+// ignored).
+func NewReference(opts Options) *Reference {
+	s := &Reference{}
+	s.init(opts)
+	return s
+}
+
+var _ design = (*Reference)(nil)

@@ -66,6 +66,13 @@ type conformanceYAML struct {
 	Deviations       map[string]string `yaml:"deviations"`
 	Profile          string            `yaml:"profile"`
 	Levels           map[string]string `yaml:"levels"`
+	Fingerprint      fingerprintYAML   `yaml:"fingerprint"`
+}
+
+type fingerprintYAML struct {
+	JSON    string `yaml:"json"`
+	Numbers string `yaml:"numbers"`
+	Query   string `yaml:"query"`
 }
 
 // duration is a YAML duration: "250ms", "2s" or 0, never negative.
@@ -178,6 +185,7 @@ func (f *targetFile) target(source string) *Target {
 			Skip: f.Conformance.Skip, IsolationPath: f.Conformance.IsolationPath,
 			IsolationHeaders: f.Conformance.IsolationHeaders, Deviations: f.Conformance.Deviations,
 			Profile: f.Conformance.Profile, Levels: f.Conformance.Levels,
+			Fingerprint: FingerprintRules(f.Conformance.Fingerprint),
 		},
 		Source: source,
 	}

@@ -77,6 +77,10 @@ type Spec struct {
 	// as a violation (ErrViolation, exit 1) instead of ErrDeviation (exit
 	// 6).
 	Strict bool
+	// FuzzFingerprint, when above 0, runs the fingerprint fuzzer after the
+	// conformance probes: that many variants of the operation, each on a
+	// key of its own (see fuzz.go); at most MaxFuzzCases.
+	FuzzFingerprint int
 }
 
 // Outcome is the result of a run.
@@ -116,6 +120,9 @@ type Outcome struct {
 	Notes []string
 	// Dir is the run directory written, "" when none.
 	Dir string
+	// Fingerprint lists the fingerprint fuzzer's cases; empty unless
+	// Spec.FuzzFingerprint is above 0.
+	Fingerprint []FuzzCase
 }
 
 // Validate checks spec as Run does before it starts anything, and starts
@@ -137,6 +144,9 @@ func (s *Spec) validate() error {
 	}
 	if s.CheckTimeout < 0 || s.CheckTimeout > MaxCheckTimeout {
 		return usagef("check_timeout: %s is not between 0 and %s", s.CheckTimeout, MaxCheckTimeout)
+	}
+	if s.FuzzFingerprint < 0 || s.FuzzFingerprint > MaxFuzzCases {
+		return usagef("fuzz_fingerprint: %d is not between 0 and %d", s.FuzzFingerprint, MaxFuzzCases)
 	}
 	if len(s.Faults) > MaxFaults {
 		return usagef("faults: %d entries, above the limit of %d", len(s.Faults), MaxFaults)
@@ -342,6 +352,9 @@ func (r *runner) run(ctx context.Context) (Outcome, error) {
 	if !t.Conformance.Skip {
 		p := &prober{t: t, client: client, base: base, ds: r.ds, svc: &r.fields, seed: spec.Seed, prefix: "c" + nonce}
 		out.Conformance = p.run(tctx)
+	}
+	if err := r.fuzz(tctx, client, base, nonce, &out); err != nil {
+		return out, err
 	}
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("blackbox: %w (during the conformance probes; nothing written)", context.Cause(ctx))

@@ -270,6 +270,9 @@ type Conformance struct {
 	// warning of a declared probe is reported as a deviation and does not
 	// fail the run (a double execution or broken replay still does).
 	Deviations map[string]string
+	// Fingerprint declares which requests the service's fingerprint takes
+	// for the same one, for the fingerprint fuzzer (Spec.FuzzFingerprint).
+	Fingerprint FingerprintRules
 }
 
 // Fields are the values a template can use. Every field is a function of
@@ -408,6 +411,9 @@ func (c *Conformance) validate() error {
 		}
 		c.Levels[id] = up
 	}
+	if err := c.Fingerprint.validate(); err != nil {
+		return err
+	}
 	if p := c.IsolationPath; p != "" && !strings.HasPrefix(p, "/") {
 		return fmt.Errorf("isolation_path: %q must start with /", p)
 	}
@@ -442,8 +448,8 @@ func probeMap(field string, m map[string]string) (map[string]string, error) {
 		if cur, ok := oldProbeIDs[id]; ok {
 			id = cur
 		}
-		if !slices.Contains(ProbeIDs, id) {
-			return nil, fmt.Errorf("%s: unknown probe %q (want one of %s)", field, id, strings.Join(ProbeIDs, ", "))
+		if !slices.Contains(ProbeIDs, id) && !slices.Contains(FuzzProbeIDs, id) {
+			return nil, fmt.Errorf("%s: unknown probe %q (want one of %s)", field, id, strings.Join(slices.Concat(ProbeIDs, FuzzProbeIDs), ", "))
 		}
 		out[id] = v
 	}

@@ -41,6 +41,7 @@ type httpCmd struct {
 	StartArg   []string       `help:"Argument appended to the target's start command (repeatable, at most 100 in all with the command), e.g. --start-arg=--flaw=check-then-act." name:"start-arg"`
 	Out        string         `help:"Run directory: missing, empty or a previous run, which is replaced (default: ./idembench-out/http-<timestamp>)." placeholder:"DIR"`
 	NoSave     bool           `help:"Do not write the run directory." name:"no-save"`
+	FuzzFP     int            `help:"Run the fingerprint fuzzer: N variants of the request, each on a new key after the original (equivalent ones must be replayed, different ones refused with 422); 0 to 1000 (default 0: off)." name:"fuzz-fingerprint" placeholder:"N"`
 
 	effective blackbox.Spec // the load the run sends, for the replay line
 }
@@ -77,6 +78,7 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		return err
 	}
 	sp.Dir = dir.runPath()
+	sp.FuzzFingerprint = c.FuzzFP
 	sp.ReplayCommand = c.replay(seed)
 	text := textOut(std, g)
 	for _, n := range notes {
@@ -266,6 +268,8 @@ func (c *httpCmd) checkFlags() error {
 		return usage("--backoff: %s is above the limit of %s", *c.Backoff, workload.MaxWait)
 	case len(c.Faults) > blackbox.MaxFaults:
 		return usage("--faults: %d faults, above the limit of %d", len(c.Faults), blackbox.MaxFaults)
+	case c.FuzzFP < 0 || c.FuzzFP > blackbox.MaxFuzzCases:
+		return usage("--fuzz-fingerprint: %d is not between 0 and %d", c.FuzzFP, blackbox.MaxFuzzCases)
 	case len(c.StartArg) > blackbox.MaxEntries:
 		return usage("--start-arg: %d arguments, above the limit of %d", len(c.StartArg), blackbox.MaxEntries)
 	}
@@ -294,6 +298,9 @@ func (c *httpCmd) replay(seed int64) string {
 	}
 	if c.ProbeAfter > 0 {
 		s += " --probe-after " + c.ProbeAfter.String()
+	}
+	if c.FuzzFP > 0 {
+		s += " --fuzz-fingerprint " + strconv.Itoa(c.FuzzFP)
 	}
 	for _, a := range c.StartArg {
 		s += " --start-arg=" + harness.ShellQuote(a)

@@ -27,6 +27,7 @@ type runCmd struct {
 	Workers  int           `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs): 0 runs them in this process, else 1 to 64 and at most --clients (the clients are split among the workers)."`
 	Join     string        `help:"With --workers: the workers are processes started elsewhere (other hosts, a Kubernetes Indexed Job, SSH) that join this run through the NATS JetStream server at URL; the run prints the command each one runs. Not with process crashes or pauses." placeholder:"URL"`
 	JoinWait time.Duration `help:"With --join: how long to wait for each worker to join (1s to 1h)." default:"1m" name:"join-wait"`
+	JoinRun  string        `help:"With --join: the run's name on the NATS server, which the workers are given (letters, digits, - and _; default: a fresh one, printed)." name:"join-run" placeholder:"NAME"`
 	workloadFlags
 	faultFlags
 	thresholdFlags
@@ -173,7 +174,10 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Re
 		if c.Workers > 0 {
 			var opts multiproc.Options
 			if c.Join != "" {
-				run := "r" + strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
+				run := c.JoinRun
+				if run == "" {
+					run = "r" + strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
+				}
 				opts.Join = &multiproc.Join{URL: c.Join, Run: run, Wait: c.JoinWait}
 				fmt.Fprintf(std.err, "idembench run: waiting up to %s for %d workers to join run %s; start worker i (0 to %d) with:\n  %s worker --join %s --run %s --index i\n",
 					c.JoinWait, c.Workers, run, c.Workers-1, invokedAs(), c.Join, run)
@@ -253,6 +257,8 @@ func (c *runCmd) spec(reg *harness.Registry) (harness.Spec, backendURL, error) {
 		return sp, u, err
 	}
 	switch {
+	case c.JoinRun != "" && c.Join == "":
+		return sp, u, usage("--join-run needs --join URL")
 	case c.Join != "" && c.Workers == 0:
 		return sp, u, usage("--join needs --workers N: the number of workers that join")
 	case c.Join != "" && (c.JoinWait < time.Second || c.JoinWait > time.Hour):

@@ -30,7 +30,7 @@ func Example_customEngine() {
 		"--duration", "300ms", "--seed", "1", "--no-save", "--no-progress"}, io.Discard, os.Stderr, all...)
 	fmt.Println("exit", code)
 	// Output:
-	// idem                      memory, redis, postgres · sink tx
+	// idem                      memory, redis, postgres, dynamodb · sink tx
 	//                           the reference engine (package idem): fenced leases, heartbeats, recovery
 	// naive/check-then-act      memory
 	//                           reads the key, then writes it: concurrent duplicates all get the lease (duplicates: I1)
@@ -62,7 +62,7 @@ func Example_customEngine() {
 	//                           an expired lease is failed instead of taken over: the slow holder's effect lands after the failure was answered (gc-pause: I4)
 	// naive/retries-uncertain   memory
 	//                           an uncertain record is handed to the next request: an effect whose answer was lost runs again (uncertain-outcomes --no-recovery: I9)
-	// naive/unfenced-completer  memory, redis, postgres
+	// naive/unfenced-completer  memory, redis, postgres, dynamodb
 	//                           the reference stores with a completer that finishes stuck keys without fencing the paused holder (abandoned-keys: I1)
 	// mystore                   memory
 	// exit 0

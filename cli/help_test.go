@@ -191,7 +191,7 @@ func TestEnginesSayWhatIsWrong(t *testing.T) {
 	if code := Run(context.Background(), []string{"engines"}, &out, &errb, mine); code != exitOK {
 		t.Fatalf("engines with mystore: exit %d\n%s", code, errb.String())
 	}
-	if got := out.String(); got != "mystore  memory, redis, postgres\n" {
+	if got := out.String(); got != "mystore  memory, redis, postgres, dynamodb\n" {
 		t.Errorf("an engine without a description: %q", got)
 	}
 }

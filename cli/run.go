@@ -17,17 +17,18 @@ import (
 
 // runCmd is `idembench run`.
 type runCmd struct {
-	Backend  string        `help:"Store backend: memory, redis, postgres or dynamodb (endpoint: $IDEM_DYNAMO_URL, else http://127.0.0.1:8000)." default:"memory" enum:"memory,redis,postgres,dynamodb"`
-	Engine   string        `help:"Engine under test (this binary: ${engines})." default:"idem" placeholder:"NAME"`
-	Sink     string        `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (the engine's transactional mode: Postgres)." default:"fenced" enum:"plain,fenced,tx"`
-	Recovery bool          `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
-	Out      string        `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>): missing, empty, or an earlier idembench run, which is replaced." placeholder:"DIR"`
-	NoSave   bool          `help:"Do not write the run directory (not with --out)." name:"no-save"`
-	History  string        `help:"What the run directory keeps of the history: full (every op: tens of MB, 60 to 95 MB for the default scenario), sampled (every op of 1 key in 16 and every fault, about a sixteenth: check re-checks those keys) or none (no history.jsonl: nothing to re-check)." default:"full" enum:"full,sampled,none"`
-	Workers  int           `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs): 0 runs them in this process, else 1 to 64 and at most --clients (the clients are split among the workers)."`
-	Join     string        `help:"With --workers: the workers are processes started elsewhere (other hosts, a Kubernetes Indexed Job, SSH) that join this run through the NATS JetStream server at URL; the run prints the command each one runs. Not with process crashes or pauses." placeholder:"URL"`
-	JoinWait time.Duration `help:"With --join: how long to wait for each worker to join (1s to 1h)." default:"1m" name:"join-wait"`
-	JoinRun  string        `help:"With --join: the run's name on the NATS server, which the workers are given (letters, digits, - and _; default: a fresh one, printed)." name:"join-run" placeholder:"NAME"`
+	Backend      string        `help:"Store backend: memory, redis, postgres or dynamodb (endpoint: $IDEM_DYNAMO_URL, else http://127.0.0.1:8000)." default:"memory" enum:"memory,redis,postgres,dynamodb"`
+	Engine       string        `help:"Engine under test (this binary: ${engines})." default:"idem" placeholder:"NAME"`
+	Sink         string        `help:"Effect sink: plain (applies everything), fenced (rejects stale tokens; answers recovery lookups) or tx (the engine's transactional mode: Postgres)." default:"fenced" enum:"plain,fenced,tx"`
+	Recovery     bool          `help:"Install the engine's recovery hook (needs a sink that answers lookups: fenced)." default:"true" negatable:""`
+	Out          string        `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>): missing, empty, or an earlier idembench run, which is replaced." placeholder:"DIR"`
+	NoSave       bool          `help:"Do not write the run directory (not with --out)." name:"no-save"`
+	History      string        `help:"What the run directory keeps of the history: full (every op: tens of MB, 60 to 95 MB for the default scenario), sampled (every op of 1 key in 16 and every fault, about a sixteenth: check re-checks those keys) or none (no history.jsonl: nothing to re-check)." default:"full" enum:"full,sampled,none"`
+	Workers      int           `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs): 0 runs them in this process, else 1 to 64 and at most --clients (the clients are split among the workers)."`
+	Join         string        `help:"With --workers: the workers are processes started elsewhere (other hosts, a Kubernetes Indexed Job, SSH) that join this run through the NATS JetStream server at URL; the run prints the command each one runs. Not with process crashes or pauses." placeholder:"URL"`
+	JoinWait     time.Duration `help:"With --join: how long to wait for each worker to join (1s to 1h)." default:"1m" name:"join-wait"`
+	JoinSpanKeys bool          `help:"With --join: the workers share the run's keys (a key's holder and successor on different hosts, its order judged across clocks to within their bounds) instead of each drawing its own." name:"join-span-keys"`
+	JoinRun      string        `help:"With --join: the run's name on the NATS server, which the workers are given (letters, digits, - and _; default: a fresh one, printed)." name:"join-run" placeholder:"NAME"`
 	workloadFlags
 	faultFlags
 	thresholdFlags
@@ -178,7 +179,7 @@ func (c *runCmd) Run(ctx context.Context, std stdio, g *globals, reg *harness.Re
 				if run == "" {
 					run = "r" + strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
 				}
-				opts.Join = &multiproc.Join{URL: c.Join, Run: run, Wait: c.JoinWait}
+				opts.Join = &multiproc.Join{URL: c.Join, Run: run, Wait: c.JoinWait, SpanKeys: c.JoinSpanKeys}
 				fmt.Fprintf(std.err, "idembench run: waiting up to %s for %d workers to join run %s; start worker i (0 to %d) with:\n  %s worker --join %s --run %s --index i\n",
 					c.JoinWait, c.Workers, run, c.Workers-1, invokedAs(), c.Join, run)
 			}

@@ -77,7 +77,7 @@ func TestWorkers(t *testing.T) {
 		cmd := exec.Command(bin, "run", "--backend", "redis", "--workers", "2", "--join", testenv.NATSURL(t), "--join-wait", "30s",
 			"--scenario", "duplicates", "--duration", "1500ms", "--seed", "4", "--no-save")
 		cmd.Env = env
-		var out strings.Builder
+		var out strings.Builder // stdout, written by exec's copier until Wait
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -116,13 +116,15 @@ func TestWorkers(t *testing.T) {
 			}
 			workers = append(workers, w)
 		}
-		go func() { b, _ := io.ReadAll(stderr); out.Write(b) }()
+		rest := make(chan []byte)
+		go func() { b, _ := io.ReadAll(stderr); rest <- b }()
+		tail := <-rest // the pipe must be read to the end before Wait
 		err = cmd.Wait()
 		for _, w := range workers {
 			w.Wait()
 		}
 		if err != nil {
-			t.Fatalf("joined run: %v\n%s%s", err, notice, out.String())
+			t.Fatalf("joined run: %v\n%s%s%s", err, notice, tail, out.String())
 		}
 	})
 

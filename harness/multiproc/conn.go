@@ -83,6 +83,17 @@ var ErrConnClosed = errors.New("multiproc: connection to the other end closed")
 // errClosed is ErrConnClosed marked ambiguous.
 var errClosed = idem.MarkAmbiguous(ErrConnClosed)
 
+// closedErr is errClosed, with why Serve stopped reading when it was not
+// the end of the stream.
+func (c *Conn) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.readErr != nil {
+		return idem.MarkAmbiguous(fmt.Errorf("%w (%v)", ErrConnClosed, c.readErr))
+	}
+	return errClosed
+}
+
 // frame is one message of the protocol.
 type frame struct {
 	// ID numbers a call and its reply; 0 for an event.
@@ -130,6 +141,7 @@ type Conn struct {
 	next    uint64
 	pending map[uint64]chan frame
 	closed  bool
+	readErr error // why Serve stopped reading, when not the end of the stream
 	calls   sync.WaitGroup // handlers of calls under way
 }
 
@@ -199,6 +211,11 @@ func (c *Conn) Serve(ctx context.Context, h Handler) {
 	for {
 		var f frame
 		if err := c.dec.Decode(&f); err != nil {
+			if !errors.Is(err, io.EOF) {
+				c.mu.Lock()
+				c.readErr = err
+				c.mu.Unlock()
+			}
 			break
 		}
 		switch {
@@ -252,7 +269,7 @@ func (c *Conn) Call(ctx context.Context, method string, body any) (any, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, errClosed
+		return nil, c.closedErr()
 	}
 	c.next++
 	id := c.next
@@ -267,7 +284,7 @@ func (c *Conn) Call(ctx context.Context, method string, body any) (any, error) {
 	select {
 	case f, ok := <-ch:
 		if !ok {
-			return nil, errClosed
+			return nil, c.closedErr()
 		}
 		return f.Body, f.Err.Err()
 	case <-ctx.Done():

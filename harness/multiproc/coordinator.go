@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -152,6 +153,9 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 	defer co.mu.Unlock()
 	ws := co.base
 	ws.Index = i
+	if co.join != nil && !co.join.j.SpanKeys {
+		ws.Prefix = co.base.Prefix + "-h" + strconv.Itoa(i) // keys sharded by host
+	}
 	if co.opts.ClockSkew != nil {
 		ws.ClockSkew = co.opts.ClockSkew(i)
 	}
@@ -281,6 +285,12 @@ func (co *coordinator) exited(ctx context.Context, wg *sync.WaitGroup, i int, p 
 	stopping := co.stopping || ctx.Err() != nil
 	switch {
 	case stopping:
+	case killed && co.join != nil:
+		// A worker elsewhere that stopped answering: nothing here can
+		// start it again, and no fault plan kills joined workers.
+		co.failed = errors.Join(co.failed, harness.EnvironmentError(fmt.Errorf("worker %d: %w", i, errWorkerLost)))
+		co.openGate()
+		killed = false
 	case killed:
 		co.restarts++
 	case err != nil:

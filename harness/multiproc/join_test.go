@@ -12,6 +12,7 @@ import (
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/harness/engines"
+	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 	"github.com/idembench/idembench/scenarios"
 )
@@ -76,6 +77,26 @@ func TestJoinedWorkers(t *testing.T) {
 	}
 	if n := len(out.History.Header.Clocks); n != 4 {
 		t.Fatalf("%d clock bounds, want 4", n)
+	}
+	// Keys are sharded by host: every key's calls come from one worker.
+	hostOf := func(client int) int {
+		for _, c := range out.History.Header.Clocks {
+			if client >= c.ClientLo && client < c.ClientHi {
+				return c.Worker
+			}
+		}
+		return -1
+	}
+	hosts := map[string]int{}
+	for _, op := range out.History.Ops {
+		if op.Kind != history.KindCall || op.Probe {
+			continue
+		}
+		h := hostOf(op.Client)
+		if prev, ok := hosts[op.Key]; ok && prev != h {
+			t.Fatalf("key %s called from workers %d and %d: keys are not sharded by host", op.Key, prev, h)
+		}
+		hosts[op.Key] = h
 	}
 	calls, _, _ := out.History.Counts()
 	if calls < 100 {

@@ -34,6 +34,12 @@ type Join struct {
 	Run string
 	// Wait bounds the wait for every worker to join; zero means a minute.
 	Wait time.Duration
+	// SpanKeys makes the workers share the run's keys, as local workers
+	// do, so that a key's holder and its successor are on different
+	// hosts; its real-time order is then judged across clocks, to within
+	// their bounds. By default each worker draws keys of its own (a
+	// prefix per worker), so a key's operations are timed by one clock.
+	SpanKeys bool
 }
 
 // Subjects and stream of a joined run.
@@ -68,6 +74,9 @@ const eofHeader = "Idembench-Eof"
 // in, through an ordered consumer of the run's stream.
 type natsPipe struct {
 	js   jetstream.JetStream
+	run  string
+	in   string
+	next uint64 // the stream sequence to read from after a consumer reset
 	out  string
 	id   string // writer id, for deduplication
 	seq  atomic.Int64
@@ -75,6 +84,8 @@ type natsPipe struct {
 	buf  []byte
 	eof  atomic.Bool // the other end closed its direction
 	once sync.Once
+	mu      sync.Mutex // guards msgs, which a reset replaces
+	stopped atomic.Bool
 }
 
 // closedByPeer reports whether the other end closed its direction and
@@ -82,16 +93,54 @@ type natsPipe struct {
 func (p *natsPipe) closedByPeer() bool { return p.eof.Load() }
 
 func newNATSPipe(ctx context.Context, js jetstream.JetStream, run, out, in string) (*natsPipe, error) {
-	c, err := js.OrderedConsumer(ctx, streamName(run), jetstream.OrderedConsumerConfig{FilterSubjects: []string{in}})
-	if err != nil {
+	p := &natsPipe{js: js, run: run, in: in, out: out, id: out}
+	if err := p.subscribe(ctx); err != nil {
 		return nil, err
+	}
+	return p, nil
+}
+
+// subscribe (re)starts reading subject in from stream sequence next (the
+// start when zero).
+func (p *natsPipe) subscribe(ctx context.Context) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{p.in}}
+	if p.next > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, p.next
+	}
+	c, err := p.js.OrderedConsumer(ctx, streamName(p.run), cfg)
+	if err != nil {
+		return err
 	}
 	msgs, err := c.Messages()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &natsPipe{js: js, out: out, id: out, msgs: msgs}, nil
+	p.mu.Lock()
+	old := p.msgs
+	p.msgs = msgs
+	p.mu.Unlock()
+	if old != nil {
+		old.Stop()
+	}
+	return nil
 }
+
+// iter returns the current message iterator.
+func (p *natsPipe) iter() jetstream.MessagesContext {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.msgs
+}
+
+// stop stops reading: Read returns io.EOF.
+func (p *natsPipe) stop() {
+	p.stopped.Store(true)
+	p.iter().Stop()
+}
+
+// resubscribes bounds how often Read restarts its consumer in a row
+// before it gives up (io.EOF), 100 ms apart.
+const resubscribes = 50
 
 func (p *natsPipe) publish(m *nats.Msg) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -118,9 +167,34 @@ func (p *natsPipe) Read(b []byte) (int, error) {
 		if p.eof.Load() {
 			return 0, io.EOF
 		}
-		m, err := p.msgs.Next()
+		m, err := p.iter().Next()
 		if err != nil {
-			return 0, io.EOF // stopped: Close, or the connection ended
+			// Stopped (Close, a lost peer): the end. Anything else (a
+			// consumer reset that failed on a busy server): read on from
+			// the next sequence with a new consumer, for a while.
+			if p.stopped.Load() {
+				return 0, io.EOF
+			}
+			ok := false
+			for range resubscribes {
+				time.Sleep(100 * time.Millisecond)
+				if p.stopped.Load() {
+					return 0, io.EOF
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := p.subscribe(ctx)
+				cancel()
+				if ok = err == nil; ok {
+					break
+				}
+			}
+			if !ok {
+				return 0, io.EOF
+			}
+			continue
+		}
+		if md, err := m.Metadata(); err == nil {
+			p.next = md.Sequence.Stream + 1
 		}
 		if m.Headers().Get(eofHeader) != "" {
 			p.eof.Store(true)
@@ -141,7 +215,7 @@ func (p *natsPipe) Close() error {
 		m := nats.NewMsg(p.out)
 		m.Header.Set(eofHeader, "1")
 		err = p.publish(m)
-		p.msgs.Stop()
+		p.stop()
 	})
 	return err
 }

@@ -41,6 +41,7 @@ type remote struct {
 const (
 	livenessPing   = 300 * time.Millisecond
 	livenessMisses = 5
+	livenessStart  = 30
 )
 
 // remoteProc returns the Proc of a worker that joined over NATS. It is
@@ -50,7 +51,9 @@ func remoteProc(nc *nats.Conn, alive string, pipe *natsPipe) *Proc {
 	p := &Proc{Conn: NewConn(pipe), stderr: &tailBuffer{max: 4096}, done: make(chan struct{}), remote: &remote{pipe: pipe}}
 	go func() {
 		defer close(p.done)
-		misses := 0
+		// The worker subscribes to its pings just after it joined: until
+		// its first answer it has livenessStart misses to come.
+		misses, allowed := 0, livenessStart
 		for {
 			if pipe.closedByPeer() {
 				return
@@ -59,15 +62,15 @@ func remoteProc(nc *nats.Conn, alive string, pipe *natsPipe) *Proc {
 				if pipe.closedByPeer() {
 					return
 				}
-				if misses++; misses >= livenessMisses {
+				if misses++; misses >= allowed {
 					p.remote.lost.Store(true)
 					p.err = errWorkerLost
-					pipe.msgs.Stop() // the reader sees the end
+					pipe.stop() // the reader sees the end
 					return
 				}
-				continue
+			} else {
+				misses, allowed = 0, livenessMisses
 			}
-			misses = 0
 			time.Sleep(livenessPing)
 		}
 	}()
@@ -163,7 +166,7 @@ func (p *Proc) Signal(sig os.Signal) error {
 	case syscall.SIGCONT:
 		return nil
 	case syscall.SIGKILL:
-		p.remote.pipe.msgs.Stop()
+		p.remote.pipe.stop()
 		return nil
 	}
 	return fmt.Errorf("multiproc: cannot send %v to a remote worker", sig)

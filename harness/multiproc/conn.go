@@ -141,7 +141,7 @@ type Conn struct {
 	next    uint64
 	pending map[uint64]chan frame
 	closed  bool
-	readErr error // why Serve stopped reading, when not the end of the stream
+	readErr error          // why Serve stopped reading, when not the end of the stream
 	calls   sync.WaitGroup // handlers of calls under way
 }
 

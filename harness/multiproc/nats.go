@@ -73,17 +73,17 @@ const eofHeader = "Idembench-Eof"
 // writes goes to subject out, what it reads comes, in order, from subject
 // in, through an ordered consumer of the run's stream.
 type natsPipe struct {
-	js   jetstream.JetStream
-	run  string
-	in   string
-	next uint64 // the stream sequence to read from after a consumer reset
-	out  string
-	id   string // writer id, for deduplication
-	seq  atomic.Int64
-	msgs jetstream.MessagesContext
-	buf  []byte
-	eof  atomic.Bool // the other end closed its direction
-	once sync.Once
+	js      jetstream.JetStream
+	run     string
+	in      string
+	next    uint64 // the stream sequence to read from after a consumer reset
+	out     string
+	id      string // writer id, for deduplication
+	seq     atomic.Int64
+	msgs    jetstream.MessagesContext
+	buf     []byte
+	eof     atomic.Bool // the other end closed its direction
+	once    sync.Once
 	mu      sync.Mutex // guards msgs, which a reset replaces
 	stopped atomic.Bool
 }

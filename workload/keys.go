@@ -103,16 +103,9 @@ func (s *source) waitCopy(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
-	if wait := time.Until(due); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-	return true
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	return waitUntil(ctx, t, due)
 }
 
 // fresh returns a new logical request and posts its copies.

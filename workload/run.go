@@ -283,13 +283,8 @@ func (d *driver) pace(ctx context.Context, jobs chan<- delivery, tl0 int64) {
 			return
 		}
 		at := t0.Add(off)
-		if wait := time.Until(at); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
+		if !waitUntil(ctx, timer, at) {
+			return
 		}
 		for {
 			c, ok := d.box.take(at)
@@ -317,13 +312,8 @@ func (d *driver) paceCopies(ctx context.Context, jobs chan<- delivery, t0 time.T
 		if !ok {
 			return
 		}
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
+		if !waitUntil(ctx, timer, due) {
+			return
 		}
 		c, ok := d.box.take(due)
 		if !ok {
@@ -334,6 +324,20 @@ func (d *driver) paceCopies(ctx context.Context, jobs chan<- delivery, t0 time.T
 			return
 		}
 	}
+}
+
+// waitUntil waits on timer until at; it returns false when ctx ends
+// first.
+func waitUntil(ctx context.Context, timer *time.Timer, at time.Time) bool {
+	if wait := time.Until(at); wait > 0 {
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+		}
+	}
+	return true
 }
 
 // quota returns how many logical requests client id of a count-bounded

@@ -294,10 +294,18 @@ const (
 
 func (p *prober) concurrent(ctx context.Context) finding {
 	p.warm(ctx)
+	return raceRoundsOf(ctx, p.key(ProbeConcurrent), p.race)
+}
+
+// raceRoundsOf runs round (one barrier-released round on a fresh key) until
+// raceRounds rounds are judged: a passing round whose copies left more than
+// raceSpread apart is not judged and is sent again; a failing one counts
+// whatever its spread.
+func raceRoundsOf(ctx context.Context, key string, round func(context.Context, string) finding) finding {
 	var f finding
 	judged, loose, worst := 0, 0, 0.0
 	for try := 0; judged < raceRounds && try < 2*raceRounds && ctx.Err() == nil; try++ {
-		f = p.race(ctx, p.key(ProbeConcurrent)+"-"+strconv.Itoa(try))
+		f = round(ctx, key+"-"+strconv.Itoa(try))
 		if f.status == ProbePass && time.Duration(f.spreadMs*float64(time.Millisecond)) > raceSpread {
 			loose++
 			continue

@@ -244,6 +244,11 @@ func TestOverlap(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					cfg := fast(b, brokerURL(t, b), 9)
 					cfg.DuplicateRate, cfg.Faults.Overlap = -1, 3
+					// A hold waits at most half the lease for the other
+					// copy's claim; with worker processes on a loaded
+					// machine 150ms (fast's 300ms lease) was sometimes
+					// too short, so this test leases for 2s.
+					cfg.LeaseTTL, cfg.AckWait = 2*time.Second, 3*time.Second
 					if procs {
 						cfg.Processes, cfg.WorkerCommand, cfg.Consumers = true, workerCommand, 3
 					}

@@ -83,13 +83,17 @@ func TestTimeoutAfterSendIsAmbiguous(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	// The deadline must fall after the statement was sent (it then waits on
+	// the row lock); on a loaded machine getting a connection alone took
+	// longer than 100ms, so the statement was never sent (not ambiguous).
+	const wait = time.Second
+	tctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	err = s.Complete(tctx, l, resp("x"), time.Hour)
 	if !errors.Is(err, idem.ErrBackend) || !idem.Ambiguous(err) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Complete timing out on the server: %v; want ambiguous ErrBackend wrapping DeadlineExceeded", err)
 	}
-	tctx2, cancel2 := context.WithTimeout(ctx, 100*time.Millisecond)
+	tctx2, cancel2 := context.WithTimeout(ctx, wait)
 	defer cancel2()
 	if _, _, err := s.Acquire(tctx2, "k", fp("a"), time.Minute); !idem.Ambiguous(err) {
 		t.Fatalf("Acquire timing out on the server: %v; want ambiguous", err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -228,11 +229,11 @@ func TestMatrixJSON(t *testing.T) {
 // interruptCLI starts bin with args in dir, sends it SIGINT after wait,
 // and returns its exit code, its stderr and how long it took to exit after
 // the signal.
-func interruptCLI(t *testing.T, bin, dir string, wait time.Duration, args ...string) (int, string, time.Duration) {
+func interruptCLI(t *testing.T, bin, dir string, wait time.Duration, ready string, args ...string) (int, string, time.Duration) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	return signalCLI(t, cmd, wait, syscall.SIGINT)
+	return signalWhen(t, cmd, wait, ready, syscall.SIGINT)
 }
 
 // signalCLI starts cmd, sends it sig after wait, and returns its exit
@@ -240,12 +241,31 @@ func interruptCLI(t *testing.T, bin, dir string, wait time.Duration, args ...str
 // command still running 10 s after the signal is killed and fails t.
 func signalCLI(t *testing.T, cmd *exec.Cmd, wait time.Duration, sig os.Signal) (int, string, time.Duration) {
 	t.Helper()
-	var stderr bytes.Buffer
+	return signalWhen(t, cmd, wait, "", sig)
+}
+
+// signalWhen is signalCLI that, when ready is set, also waits (up to a
+// minute) until stderr or stdout holds ready before it sends sig: a fixed wait is
+// too short on a loaded machine for a step that must be done by then.
+func signalWhen(t *testing.T, cmd *exec.Cmd, wait time.Duration, ready string, sig os.Signal) (int, string, time.Duration) {
+	t.Helper()
+	var stderr, stdout lockedBuffer
 	cmd.Stderr = &stderr
+	if cmd.Stdout == nil {
+		cmd.Stdout = &stdout
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(wait)
+	for deadline := time.Now().Add(time.Minute); ready != "" && !strings.Contains(stderr.String()+stdout.String(), ready); {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("%v: no %q on stderr within a minute\n%s", cmd.Args, ready, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
@@ -260,6 +280,24 @@ func signalCLI(t *testing.T, cmd *exec.Cmd, wait time.Duration, sig os.Signal) (
 		t.Fatalf("%v: still running 10 s after %v\n%s", cmd.Args, sig, stderr.String())
 	}
 	return cmd.ProcessState.ExitCode(), stderr.String(), time.Since(sent)
+}
+
+// lockedBuffer is a bytes.Buffer a command writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestInterruptEveryCommand: SIGINT ends matrix, sweep, check and compare
@@ -289,23 +327,24 @@ func TestInterruptEveryCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		name string
-		wait time.Duration
-		args []string
-		line string // what the one line says, after "idembench: interrupted: "
-		file string // a file the output must hold, if any
+		name  string
+		wait  time.Duration
+		ready string // what the output must hold before the signal, if any
+		args  []string
+		line  string // what the one line says, after "idembench: interrupted: "
+		file  string // a file the output must hold, if any
 	}{
-		{"matrix", 3 * time.Second, []string{"matrix", "--backends", "memory", "--faults", "dup,pause", "--duration", "1s", "--seed", "3", "--out", "m"},
+		{"matrix", time.Second, "[ 1/6]", []string{"matrix", "--backends", "memory", "--faults", "dup,pause", "--duration", "1s", "--seed", "3", "--out", "m"},
 			"wrote the cells run so far to m", "m/matrix.json"},
-		{"sweep", 3500 * time.Millisecond, []string{"sweep", "--step", "2s", "--steps", "8", "--seed", "3", "--no-progress", "--out", "s"},
+		{"sweep", time.Second, "closed loop: achieved", []string{"sweep", "--step", "2s", "--steps", "8", "--seed", "3", "--out", "s"},
 			"wrote the steps run so far to s", "s/sweep.json"},
-		{"check", time.Second, []string{"check", fifoRun}, "nothing written", ""},
-		{"compare", 1500 * time.Millisecond, []string{"compare", "--scenario", stuck, "--seed", "3", "--no-progress", "--out", "c"},
+		{"check", time.Second, "", []string{"check", fifoRun}, "nothing written", ""},
+		{"compare", 1500 * time.Millisecond, "", []string{"compare", "--scenario", stuck, "--seed", "3", "--no-progress", "--out", "c"},
 			"wrote the runs so far to c (not compared)", "c/memory/history.jsonl"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, stderr, took := interruptCLI(t, bin, work, c.wait, c.args...)
+			code, stderr, took := interruptCLI(t, bin, work, c.wait, c.ready, c.args...)
 			if code != exitInterrupted {
 				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
 			}

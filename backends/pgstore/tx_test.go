@@ -243,7 +243,9 @@ func TestDoTxHeartbeatKeepsLeaseAndDetectsLoss(t *testing.T) {
 	s := newStore(t, Options{})
 	biz := bizTable(t, s)
 	ctx := context.Background()
-	const ttl = 150 * time.Millisecond
+	// Long enough that a heartbeat every ttl/3 is not missed on a loaded
+	// machine (150ms was, under CI with other work).
+	const ttl = 600 * time.Millisecond
 
 	// A slow but healthy execution is not taken over.
 	res, err := s.DoTx(ctx, "slow", fp("a"), TxOptions{LeaseTTL: ttl}, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {

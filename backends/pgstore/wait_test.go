@@ -31,34 +31,41 @@ func TestWaitChangeReturnsAtOnceWithoutLiveLease(t *testing.T) {
 func TestWaitChangeWakesOnEachChange(t *testing.T) {
 	s := newStore(t, Options{PollInterval: 10 * time.Millisecond})
 	ctx := context.Background()
-	changes := map[string]func(t *testing.T, key string){
-		"complete": func(t *testing.T, key string) {
+	// Each change claims its key first (so the wait starts on a live
+	// lease, however slow the machine) and returns what changes it later.
+	changes := map[string]func(t *testing.T, key string) func(){
+		"complete": func(t *testing.T, key string) func() {
 			l := mustAcquire(t, s, key, fp("a"), time.Minute)
-			time.Sleep(50 * time.Millisecond)
-			if err := s.Complete(ctx, l, resp("x"), time.Hour); err != nil {
-				t.Error(err)
+			return func() {
+				time.Sleep(50 * time.Millisecond)
+				if err := s.Complete(ctx, l, resp("x"), time.Hour); err != nil {
+					t.Error(err)
+				}
 			}
 		},
-		"release": func(t *testing.T, key string) {
+		"release": func(t *testing.T, key string) func() {
 			l := mustAcquire(t, s, key, fp("a"), time.Minute)
-			time.Sleep(50 * time.Millisecond)
-			if err := s.Release(ctx, l); err != nil {
-				t.Error(err)
+			return func() {
+				time.Sleep(50 * time.Millisecond)
+				if err := s.Release(ctx, l); err != nil {
+					t.Error(err)
+				}
 			}
 		},
-		"lease expiry": func(t *testing.T, key string) {
+		"lease expiry": func(t *testing.T, key string) func() {
 			mustAcquire(t, s, key, fp("a"), 80*time.Millisecond)
+			return func() {}
 		},
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
 			key := "k-" + name[:3]
+			later := change(t, key)
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				change(t, key)
+				later()
 			}()
-			time.Sleep(20 * time.Millisecond) // the lease exists before waiting
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			start := time.Now()

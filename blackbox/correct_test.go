@@ -2,6 +2,9 @@ package blackbox
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +34,31 @@ func correctSpec(tg *Target, seed int64) Spec {
 		Retry:  workload.Retry{MaxAttempts: 6, Timeout: time.Second, Backoff: 20 * time.Millisecond},
 		Faults: allFaults,
 	}
+}
+
+// killSpec is correctSpec with a kill and restart of the server as well,
+// for the example on a durable store, which recovers from it
+// (examples/httpserver/recovery.go): the liveness probe waits past the
+// server's 1 s lease, and the provider's 20 ms latency keeps charges in
+// flight, so that the kill finds keys between their charge and their
+// record.
+func killSpec(tg *Target, seed int64) Spec {
+	spec := correctSpec(tg, seed)
+	spec.Faults = append(append([]chaos.Fault(nil), allFaults...), chaos.Fault{Kind: history.FaultKill})
+	spec.ProbeAfter = 1500 * time.Millisecond
+	tg.Oracle.Latency = 20 * time.Millisecond
+	return spec
+}
+
+// recoveries counts the take-overs the example server recovered a charge
+// on in the run directory dir (its log).
+func recoveries(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ServiceLogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), ": recovered charge ")
 }
 
 // backendFlags returns the example server's flags for a store.
@@ -77,20 +105,34 @@ func TestCorrectServerPasses(t *testing.T) {
 }
 
 // TestCorrectServerSweep runs the correct server with every fault on
-// IDEM_BLACKBOX_SWEEP seeds on each store: no violation, no deviation and
-// no inconclusive verdict.
+// IDEM_BLACKBOX_SWEEP seeds on each store, a kill and restart too on
+// Redis and PostgreSQL (a memory store dies with the server): no
+// violation, no deviation and no inconclusive verdict.
 func TestCorrectServerSweep(t *testing.T) {
 	n := sweepSeeds(t)
 	for _, backend := range []string{"memory", "redis", "postgres"} {
-		bad := 0
+		bad, recovered := 0, 0
 		for seed := range int64(n) {
-			out, err := Run(context.Background(), correctSpec(exampleTarget(t, backendFlags(t, backend)...), seed+1))
+			tg := exampleTarget(t, backendFlags(t, backend)...)
+			spec := correctSpec(tg, seed+1)
+			if backend != "memory" {
+				spec = killSpec(tg, seed+1)
+				spec.Dir = t.TempDir()
+			}
+			out, err := Run(context.Background(), spec)
 			if err != nil {
 				bad++
 				t.Errorf("%s seed %d: %v (violations %+v)", backend, seed+1, err, out.Check.Violations[:min(2, len(out.Check.Violations))])
 			}
+			if spec.Dir != "" {
+				recovered += recoveries(t, spec.Dir)
+			}
 		}
-		t.Logf("correct server on %s: %d of %d seeds passed with faults", backend, n-bad, n)
+		if backend == "memory" {
+			t.Logf("correct server on memory: %d of %d seeds passed with every fault but kill", n-bad, n)
+		} else {
+			t.Logf("correct server on %s: %d of %d seeds passed with every fault and a kill; %d charge(s) recovered after the kills", backend, n-bad, n, recovered)
+		}
 	}
 }
 

@@ -38,7 +38,8 @@
 //     provider, Downstream) on loopback and gives its URL to the service
 //     through {{.DownstreamURL}}; every call it receives carries the key
 //     and is an effect with its time, so invariants I1, I2, I4 and I6 are
-//     checked in full.
+//     checked in full. A service that recovers from crashes can fence its
+//     calls and look them up (FencingTokenHeader, GET; see Downstream).
 //   - OracleHTTP and OracleSQL: after the run, an HTTP endpoint or a
 //     PostgreSQL query gives effect counts per key, without times. A count
 //     above one is a double execution (I1); a success with no effect is a

@@ -2,6 +2,7 @@ package blackbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -11,13 +12,34 @@ import (
 	"time"
 )
 
+// FencingTokenHeader is the header with which a service fences its calls
+// to the mock downstream: the fencing token of the lease it holds
+// (idem.Lease.Token), in decimal.
+const FencingTokenHeader = "Fencing-Token"
+
 // Downstream is the mock downstream of OracleDownstream: a fake provider
 // (a payment processor, a mailer) that the service calls for its side
-// effect. It runs on loopback, accepts any method and path, and answers
-// 200 with {"id": "ch_N", "status": "succeeded"}. Every call it receives is
-// an effect of the key in its key header, recorded with the times it
-// arrived and was answered, so it is the effect ledger of the run. Its
+// effect. It runs on loopback, accepts any method but GET and any path,
+// and answers 200 with {"id": "ch_N", "status": "succeeded"}. Every such
+// call is an effect of the key in its key header, recorded with the times
+// it arrived and was answered, so it is the effect ledger of the run. Its
 // methods are safe for concurrent use.
+//
+// A service that recovers from a crash between its effect and its record
+// (idem.WithRecovery) uses two more features, both of a real provider
+// that takes fencing tokens:
+//   - Fencing: a call with a FencingTokenHeader below the highest token
+//     seen for its path and key (by a call or a lookup) is refused with
+//     409 {"error": "stale fencing token"} and applies nothing; it is
+//     recorded as a call that failed. Calls without the header are never
+//     refused.
+//   - Lookup: GET on a path with the key header answers 200
+//     {"charges": [...]}, the calls applied on that path with that key,
+//     each the members of its JSON object body plus "id" and "status".
+//     With a FencingTokenHeader, the lookup first raises the fence of
+//     that path and key to the token, in the same step, so that no older
+//     holder's call can land after the lookup found nothing. A lookup is
+//     never an effect and is not in Calls.
 type Downstream struct {
 	keyHeader string
 	latency   time.Duration
@@ -31,7 +53,13 @@ type Downstream struct {
 	failNext map[string]int
 	hold     map[string]time.Duration
 	next     int
+	fence    map[chargeRef]uint64           // highest token seen
+	applied  map[chargeRef][]map[string]any // what a lookup answers
 }
+
+// chargeRef names what a fence and a lookup are about: a key's calls on
+// one path.
+type chargeRef struct{ path, key string }
 
 // DownstreamCall is one call the mock downstream received.
 type DownstreamCall struct {
@@ -55,6 +83,7 @@ func NewDownstream(keyHeader string, latency time.Duration, now func() int64) (*
 	d := &Downstream{
 		keyHeader: keyHeader, latency: latency, now: now, ln: ln, served: make(chan struct{}),
 		failNext: map[string]int{}, hold: map[string]time.Duration{},
+		fence: map[chargeRef]uint64{}, applied: map[chargeRef][]map[string]any{},
 	}
 	d.srv = &http.Server{Handler: d, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -116,11 +145,17 @@ func (d *Downstream) Applied(key string) int {
 	return n
 }
 
-// ServeHTTP records the call and answers it.
+// ServeHTTP answers a lookup (GET), or records the call and answers it.
 func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		d.lookup(w, r)
+		return
+	}
 	arrived := d.now()
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	key := r.Header.Get(d.keyHeader)
+	token, fenced, terr := fencingToken(r)
+	ref := chargeRef{r.URL.Path, key}
 	d.mu.Lock()
 	status, fail := d.failNext[key]
 	delete(d.failNext, key)
@@ -133,21 +168,87 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c := DownstreamCall{Key: key, Arrived: arrived, Status: http.StatusOK}
+	answer := `{"error":"provider unavailable"}`
 	d.mu.Lock()
-	if fail {
+	switch {
+	case terr != nil:
+		c.Status, answer = http.StatusBadRequest, fmt.Sprintf(`{"error":%q}`, terr.Error())
+	case fail:
 		c.Status = status
-	} else {
+	case fenced && token < d.fence[ref]:
+		c.Status, answer = http.StatusConflict, `{"error":"stale fencing token"}`
+	default:
+		if fenced {
+			d.fence[ref] = token
+		}
 		d.next++
 		c.ID = "ch_" + strconv.Itoa(d.next)
+		d.applied[ref] = append(d.applied[ref], chargeObject(body, c.ID))
+		answer = fmt.Sprintf(`{"id":%q,"status":"succeeded"}`, c.ID)
 	}
 	c.Answered = d.now()
 	d.calls = append(d.calls, c)
 	d.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(c.Status)
-	if fail {
-		fmt.Fprintf(w, `{"error":"provider unavailable"}`)
+	fmt.Fprint(w, answer)
+}
+
+// lookup answers the calls applied on the request's path with its key,
+// after raising their fence to the request's token when it has one.
+func (d *Downstream) lookup(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	key := r.Header.Get(d.keyHeader)
+	token, fenced, err := fencingToken(r)
+	switch {
+	case err != nil:
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":%q}`, err.Error())
+		return
+	case key == "":
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":"a lookup needs the %s header"}`, d.keyHeader)
 		return
 	}
-	fmt.Fprintf(w, `{"id":%q,"status":"succeeded"}`, c.ID)
+	if d.latency > 0 {
+		select {
+		case <-time.After(d.latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	ref := chargeRef{r.URL.Path, key}
+	d.mu.Lock()
+	if fenced && token > d.fence[ref] {
+		d.fence[ref] = token
+	}
+	charges := append([]map[string]any{}, d.applied[ref]...)
+	d.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"charges": charges})
+	_, _ = w.Write(b)
+}
+
+// fencingToken reads the request's FencingTokenHeader; ok is false
+// without one.
+func fencingToken(r *http.Request) (token uint64, ok bool, err error) {
+	v := r.Header.Get(FencingTokenHeader)
+	if v == "" {
+		return 0, false, nil
+	}
+	token, err = strconv.ParseUint(v, 10, 63)
+	if err != nil {
+		return 0, false, fmt.Errorf("%s %q is not a token (a decimal integer)", FencingTokenHeader, v)
+	}
+	return token, true, nil
+}
+
+// chargeObject is what a lookup answers for an applied call: the members
+// of its body when that is a JSON object, plus its id and status.
+func chargeObject(body []byte, id string) map[string]any {
+	var obj map[string]any
+	if json.Unmarshal(body, &obj) != nil || obj == nil {
+		obj = map[string]any{}
+	}
+	obj["id"], obj["status"] = id, "succeeded"
+	return obj
 }

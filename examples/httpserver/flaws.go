@@ -153,7 +153,7 @@ func effectBeforeClaim(eng *idem.Engine, opts idemhttp.Options, charge chargeFun
 					Currency string `json:"currency"`
 				}
 				_ = json.Unmarshal(body, &req)
-				if err := charge(r, req.Amount, req.Currency); err != nil {
+				if _, err := charge(r, req.Amount, req.Currency); err != nil {
 					writeJSON(w, http.StatusBadGateway, map[string]string{"error": "payment provider: " + err.Error()})
 					return
 				}

@@ -11,7 +11,9 @@
 // (default memory), --redis-url and --postgres-url (defaults from
 // IDEM_REDIS_URL and IDEM_POSTGRES_URL), --conflict-wait (how long a
 // duplicate waits for a request in flight before 409; default 0),
-// --downstream (a payment provider charged once per payment) and --flaw
+// --downstream (a payment provider charged once per payment), --lease
+// (see recovery.go: with redis or postgres and a provider, a server
+// killed after a charge is recovered from, not charged twice) and --flaw
 // (a known-bad idempotency design, see flaws.go). GET /metrics serves the
 // engine's transition counters and durations (idem/idemotel) in the
 // Prometheus format.
@@ -56,12 +58,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	redisURL := fs.String("redis-url", os.Getenv("IDEM_REDIS_URL"), "Redis URL for --backend redis")
 	postgresURL := fs.String("postgres-url", os.Getenv("IDEM_POSTGRES_URL"), "PostgreSQL URL for --backend postgres")
 	conflictWait := fs.Duration("conflict-wait", 0, "how long a duplicate waits for a request in flight (0: answer 409 at once)")
+	lease := fs.Duration("lease", 0, "how long a key stays in progress after its request's server died (renewed every third of it while the request runs; 0: 1s with redis or postgres, 30s with memory)")
 	configCheck := fs.String("config-check", "refuse", "a store configuration that can lose records (Redis maxmemory-policy other than noeviction, PostgreSQL synchronous_commit=off): refuse to start, warn, or off")
 	svcOpts := addServiceFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := svcOpts.check(); err != nil {
+		return err
+	}
+	if err := checkLease(*lease); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -87,7 +93,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer met.close(context.Background())
-	eng := idem.New(store, idem.WithConflictWait(*conflictWait, 0), met.engineOption())
+	// Recovery (recovery.go) needs a provider, a store that outlives the
+	// process and the correct design.
+	l := newLedger()
+	svcOpts.recovery = svcOpts.downstream != "" && *backend != "memory" && svcOpts.flaw == ""
+	engOpts := []idem.Option{idem.WithConflictWait(*conflictWait, 0), met.engineOption(), idem.WithLeaseTTL(leaseTTL(*lease, *backend))}
+	if svcOpts.recovery {
+		engOpts = append(engOpts, idem.WithRecovery(recoverPayment(newProvider(svcOpts.downstream, true), l, startLog.Printf)))
+	}
+	eng := idem.New(store, engOpts...)
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -95,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := log.New(stderr, "httpserver: ", log.LstdFlags)
 	srv := &http.Server{
-		Handler:           met.mount(newService(eng, newLedger(), logger, *svcOpts)),
+		Handler:           met.mount(newService(eng, l, logger, *svcOpts)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog:          logger,
 	}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log"
+	"maps"
 	"net/http"
 	"sync"
 
@@ -23,17 +25,30 @@ type payment struct {
 type ledger struct {
 	mu       sync.Mutex
 	payments map[string]payment
+	byCharge map[string]string // provider charge id to payment id
 	next     int
 }
 
-func newLedger() *ledger { return &ledger{payments: make(map[string]payment)} }
+func newLedger() *ledger {
+	return &ledger{payments: make(map[string]payment), byCharge: make(map[string]string)}
+}
 
-func (l *ledger) create(amount int64, currency string) payment {
+// create creates a payment, or returns the payment already created for
+// the provider's charge when charge is not empty: a request whose lease
+// was taken over and the recovery hook that found its charge make the
+// same payment.
+func (l *ledger) create(amount int64, currency, charge string) payment {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if id, ok := l.byCharge[charge]; ok && charge != "" {
+		return l.payments[id]
+	}
 	l.next++
 	p := payment{ID: fmt.Sprintf("pay_%06d", l.next), Amount: amount, Currency: currency, Status: "succeeded"}
 	l.payments[p.ID] = p
+	if charge != "" {
+		l.byCharge[charge] = p.ID
+	}
 	return p
 }
 
@@ -82,15 +97,30 @@ func createPayment(w http.ResponseWriter, r *http.Request, l *ledger, charge cha
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "currency must be three upper-case letters"})
 		return
 	}
+	var chargeID string
 	if charge != nil {
-		if err := charge(r, req.Amount, req.Currency); err != nil {
+		var err error
+		if chargeID, err = charge(r, req.Amount, req.Currency); err != nil {
 			writeJSON(w, http.StatusBadGateway, map[string]string{"error": "payment provider: " + err.Error()})
 			return
 		}
 	}
-	p := l.create(req.Amount, req.Currency)
-	w.Header().Set("Location", "/payments/"+p.ID)
-	writeJSON(w, http.StatusCreated, p)
+	resp := paymentResponse(l.create(req.Amount, req.Currency, chargeID))
+	maps.Copy(w.Header(), resp.Header)
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+// paymentResponse is the 201 of a created payment, as the handler sends
+// it and the recovery hook stores it.
+func paymentResponse(p payment) idem.Response {
+	var body bytes.Buffer
+	_ = json.NewEncoder(&body).Encode(p)
+	return idem.Response{
+		Status: http.StatusCreated,
+		Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/payments/" + p.ID}},
+		Body:   body.Bytes(),
+	}
 }
 
 func isCurrency(s string) bool {

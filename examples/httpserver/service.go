@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/idem/idemhttp"
@@ -23,12 +19,16 @@ type serviceOptions struct {
 	downstream string
 	flaw       string
 	policy     string // --replay-policy
+
+	// recovery: charges are fenced by the lease's token (a durable store,
+	// no flaw; see recovery.go). Set by run, not a flag.
+	recovery bool
 }
 
 // addServiceFlags registers --downstream and --flaw on fs.
 func addServiceFlags(fs *flag.FlagSet) *serviceOptions {
 	o := &serviceOptions{}
-	fs.StringVar(&o.downstream, "downstream", "", "payment provider URL charged once per payment (POST URL/charges with the Idempotency-Key); empty: none")
+	fs.StringVar(&o.downstream, "downstream", "", "payment provider URL charged once per payment (POST URL/charges, URL/transfers for a transfer, with the Idempotency-Key); empty: none")
 	fs.StringVar(&o.policy, "replay-policy", "ietf", "which responses are stored and replayed: ietf (2xx and 4xx), stripe (errors too) or cache-2xx-only")
 	fs.StringVar(&o.flaw, "flaw", "", "known-bad idempotency design to run instead of the correct one: "+strings.Join(flawNames(), ", "))
 	return o
@@ -45,37 +45,22 @@ func (o *serviceOptions) check() error {
 	return nil
 }
 
-// chargeFunc charges the payment provider for the request's payment.
-type chargeFunc func(r *http.Request, amount int64, currency string) error
+// chargeFunc charges the payment provider for the request's payment and
+// returns the provider's charge id.
+type chargeFunc func(r *http.Request, amount int64, currency string) (string, error)
 
 // newCharger returns the charge function for the provider at base, or nil
 // when base is empty. Every charge carries the request's Idempotency-Key,
-// so the provider sees each payment's key. The charge outlives the client:
-// a client that gives up does not abort a charge in flight.
-func newCharger(base string) chargeFunc {
+// so the provider sees each payment's key, and with fenced the token of
+// the request's lease (recovery.go). The charge outlives the client: a
+// client that gives up does not abort a charge in flight.
+func newCharger(base string, fenced bool) chargeFunc {
 	if base == "" {
 		return nil
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	url := strings.TrimRight(base, "/") + "/charges"
-	return func(r *http.Request, amount int64, currency string) error {
-		body, _ := json.Marshal(map[string]any{"amount": amount, "currency": currency})
-		req, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(idemhttp.DefaultHeader, r.Header.Get(idemhttp.DefaultHeader))
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("provider answered %d", resp.StatusCode)
-		}
-		return nil
+	p := newProvider(base, fenced)
+	return func(r *http.Request, amount int64, currency string) (string, error) {
+		return p.charge(context.WithoutCancel(r.Context()), resource(r.URL.Path), r.Header.Get(idemhttp.DefaultHeader), amount, currency)
 	}
 }
 
@@ -90,7 +75,7 @@ func newService(eng *idem.Engine, l *ledger, logger *log.Logger, opts serviceOpt
 		Scope:        func(r *http.Request) string { return r.URL.Path },
 		ReplayPolicy: idemhttp.ReplayPolicy(opts.policy),
 	}
-	charge := newCharger(opts.downstream)
+	charge := newCharger(opts.downstream, opts.recovery)
 	create := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		createPayment(w, r, l, charge)
 	}))

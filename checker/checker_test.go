@@ -63,6 +63,10 @@ func TestRecordedHistories(t *testing.T) {
 		{"bad_failure_stored_after_stale_effect.jsonl", VerdictViolation, []Invariant{I7TokenOrder, I8NoSupersededWrite}},
 		{"bad_failure_after_own_stale_effect_calls_only.jsonl", VerdictViolation, []Invariant{I8NoSupersededWrite}},
 		{"bad_retention_stale_effect_after_newer_life.jsonl", VerdictViolation, []Invariant{I1AtMostOnce, I4Linearizable, I5Fencing}},
+		// The first execution's call is unknown (the client gave up); only
+		// its completed lease step shows the commit and starts retention.
+		{"ok_retention_expired_after_unknown_commit.jsonl", VerdictOK, nil},
+		{"bad_reexecuted_within_retention_after_unknown_commit.jsonl", VerdictViolation, []Invariant{I1AtMostOnce, I4Linearizable}},
 	}
 	files, err := filepath.Glob("testdata/*.jsonl")
 	if err != nil {

@@ -55,10 +55,20 @@ func epochs(ops []history.Op, g []int32, retention int64) [][]int32 {
 	return assignLives(ops, g, lives)
 }
 
-// commits reports whether op stores the key's answer: an executed call or
-// a failed call that ran.
+// commits reports whether op stores the key's answer: an executed call, a
+// failed call that ran, or the engine's completed or failed lease step (the
+// store accepted the write). The lease step is the only evidence of a
+// commit whose call's outcome is unknown (the client gave up on it, or its
+// reply was lost after the write): without it, a key re-executed after that
+// record's retention would look like a double execution.
 func commits(op *history.Op) bool {
-	return op.Kind == history.KindCall && (op.Outcome == history.Executed || (op.Outcome == history.Failed && op.Token != 0))
+	switch op.Kind {
+	case history.KindCall:
+		return op.Outcome == history.Executed || (op.Outcome == history.Failed && op.Token != 0)
+	case history.KindLease:
+		return op.Token != 0 && (op.Transition == history.TransitionCompleted || op.Transition == history.TransitionFailed)
+	}
+	return false
 }
 
 // life is one life of a key's record: tokens from minToken on, begun (at
@@ -94,8 +104,13 @@ func splitLives(ops []history.Op, g []int32, retention int64) []life {
 		}
 		t := &toks[j]
 		t.lastCall = max(t.lastCall, op.Call)
-		if commits(op) && t.committed < 0 {
-			t.committed, t.resp = op.Call, op.Resp
+		if commits(op) {
+			if t.committed < 0 || op.Call < t.committed {
+				t.committed = op.Call
+			}
+			if t.resp == "" && op.Kind == history.KindCall {
+				t.resp = op.Resp
+			}
 		}
 	}
 	slices.SortFunc(toks, func(a, b tokInfo) int { return cmp.Compare(a.tok, b.tok) })
@@ -143,7 +158,7 @@ func assignLives(ops []history.Op, g []int32, lives []life) [][]int32 {
 			k := byToken(op.Token)
 			out[k] = append(out[k], i)
 		case op.Outcome == history.Replayed || op.Outcome == history.Failed:
-			k := slices.IndexFunc(lives, func(l life) bool { return l.committed >= 0 && l.resp == op.Resp })
+			k := slices.IndexFunc(lives, func(l life) bool { return l.committed >= 0 && l.resp != "" && l.resp == op.Resp })
 			if k < 0 {
 				k = byTime(op.Call)
 			}

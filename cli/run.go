@@ -45,6 +45,7 @@ type workloadFlags struct {
 	Seed         int64          `help:"Seed for the workload and the fault schedule, the same for every run of a command: 0 to 2^53-1; 0 picks a fresh one (printed)."`
 	RedisURL     string         `help:"Redis URL for --backend redis (default: $IDEM_REDIS_URL, else the docker-compose.yml server redis://127.0.0.1:6379/0)." env:"IDEM_REDIS_URL" placeholder:"URL"`
 	PostgresURL  string         `help:"PostgreSQL URL for --backend postgres (default: $IDEM_POSTGRES_URL, else the docker-compose.yml server postgres://postgres:postgres@127.0.0.1:5432/test)." env:"IDEM_POSTGRES_URL" placeholder:"URL"`
+	ClockSkew    *time.Duration `help:"Clock-skew fault: each app server's clock is off by up to this much, drawn from the seed (0 to 10m; default: the scenario's engine.clock_skew)." name:"clock-skew"`
 	CheckTimeout *time.Duration `help:"Budget of the linearizability check of a run, above 0 and at most 1h (default: 30s); when it runs out the verdict is inconclusive."`
 	KeepData     bool           `help:"Keep the run's keys and rows on Redis or PostgreSQL (by default a run deletes its own at the end; idembench clean removes older runs')."`
 }
@@ -75,6 +76,7 @@ func (w workloadFlags) resolve(th thresholdFlags) (*scenarios.Scenario, int64, e
 		{"--clients", w.Clients != nil, scenarios.Overrides{Clients: w.Clients}},
 		{"--rate", w.Rate != nil, scenarios.Overrides{Rate: w.Rate}},
 		{"--check-timeout", w.CheckTimeout != nil, scenarios.Overrides{CheckTimeout: w.CheckTimeout}},
+		{"--clock-skew", w.ClockSkew != nil, scenarios.Overrides{ClockSkew: w.ClockSkew}},
 	}
 	for _, f := range flags {
 		if !f.set {
@@ -84,7 +86,7 @@ func (w workloadFlags) resolve(th thresholdFlags) (*scenarios.Scenario, int64, e
 			return nil, 0, usage("%s: %w", f.name, err)
 		}
 	}
-	all := scenarios.Overrides{Duration: w.Duration, Clients: w.Clients, Rate: w.Rate, CheckTimeout: w.CheckTimeout}
+	all := scenarios.Overrides{Duration: w.Duration, Clients: w.Clients, Rate: w.Rate, CheckTimeout: w.CheckTimeout, ClockSkew: w.ClockSkew}
 	if sc, err = sc.Apply(all); err != nil {
 		return nil, 0, usage("--duration, --clients and --rate together: %w", err)
 	}

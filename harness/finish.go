@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
@@ -20,7 +21,8 @@ import (
 func (p *Prepared) Finish(o *Outcome) (*Outcome, error) {
 	sp := p.Spec
 	h := o.History
-	h.Ops = append(h.Ops, p.Faults.Windows()...)
+	backendFaults := p.Faults.Windows()
+	h.Ops = append(h.Ops, backendFaults...)
 	history.SortByCall(h.Ops)
 	o.Seed, o.Warning, o.Recovery = sp.Overrides.Seed, p.Warning(), p.Recovery
 	copts := checker.Options{Timeout: sp.CheckTimeout}
@@ -33,6 +35,9 @@ func (p *Prepared) Finish(o *Outcome) (*Outcome, error) {
 		}
 	}
 	o.Report = checker.Check(h, copts)
+	if p.timed && sp.Clock == nil && len(backendFaults) == 0 {
+		checker.CheckTiming(&o.Report, h, runTiming(h.Header.LeaseTTL))
+	}
 	ropts := reports.Options{ReplayCommand: o.Replay}
 	if u := o.Usage; u != nil {
 		ropts.Cost = &reports.Cost{Requests: u.Requests, ReadUnits: u.ReadUnits, WriteUnits: u.WriteUnits, Dollars: u.Dollars, Prices: u.Prices}
@@ -50,6 +55,18 @@ func (p *Prepared) Finish(o *Outcome) (*Outcome, error) {
 	}
 	o.Dir = sp.Out
 	return o, nil
+}
+
+// runTiming is how the timing invariants judge a real-time run. The
+// store's clock is the wall clock (the memory store's readings carry the
+// monotonic clock the history's timeline reads; a server's wall clock may
+// drift from it by a little), so T1 allows ClockSlack. T2 needs no slack
+// for soundness (a key answered in progress was judged after the call
+// began, and a grant or renewal is recorded after the store took it); half
+// a lease TTL keeps it clear of the one place it could be wrong, a store
+// whose clock is not the wall clock.
+func runTiming(ttl time.Duration) checker.Timing {
+	return checker.Timing{LeaseTTL: ttl, Slack: max(ttl/2, 100*time.Millisecond), ClockSlack: 10 * time.Millisecond}
 }
 
 // writeRunHistory writes what mode keeps of h into dir, and marks h's
@@ -118,6 +135,9 @@ func ReplayCommand(sp Spec, cfg workload.Config) string {
 		"--clients", strconv.Itoa(cfg.Clients),
 		"--rate", strconv.FormatFloat(cfg.Rate, 'g', -1, 64),
 	)
+	if cfg.Engine.ClockSkew > 0 {
+		args = append(args, "--clock-skew", cfg.Engine.ClockSkew.String())
+	}
 	if sp.Faults != nil {
 		args = append(args, sp.Faults.ReplayArgs...)
 	}

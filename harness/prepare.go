@@ -41,6 +41,10 @@ type Prepared struct {
 	// is the fenced one.
 	Recovery bool
 
+	// timed is set by Run, which drives the whole run in this process on
+	// the wall clock: Finish adds the timing invariants (T1, T2) then.
+	timed bool
+
 	mu       sync.Mutex
 	warnings []string
 	closers  []io.Closer
@@ -238,6 +242,9 @@ func (p *Prepared) Header(cfg workload.Config) history.Header {
 	}
 	if cfg.Keys.Prefix != "" {
 		opts["key_prefix"] = cfg.Keys.Prefix
+	}
+	if cfg.Engine.ClockSkew > 0 {
+		opts["clock_skew"] = cfg.Engine.ClockSkew.String()
 	}
 	if cfg.Batch > 1 {
 		opts["batch"] = strconv.Itoa(cfg.Batch)

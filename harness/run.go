@@ -122,6 +122,7 @@ func Run(ctx context.Context, sp Spec) (*Outcome, error) {
 	h.ResolveEffects(func(op *history.Op) (bool, bool) { return lookup(op.Key, op.Exec) })
 	o := &Outcome{History: h, DriverOpsPerSec: res.OpsPerSec(), Ledger: ledger.Stats(),
 		Duration: cfg.Duration, Clients: cfg.Clients, Replay: ReplayCommand(p.Spec, cfg), Usage: usage}
+	p.timed = true
 	return p.Finish(o)
 }
 

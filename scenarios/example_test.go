@@ -27,7 +27,7 @@ func ExampleParse() {
 	_, err := scenarios.Parse(strings.NewReader("name: x\nduration: 1s\nengine:\n  lease_tll: 1s\n"), "mine.yaml")
 	fmt.Println(err)
 	// Output:
-	// invalid scenario: mine.yaml: line 4: engine.lease_tll: unknown field (did you mean lease_ttl?); engine takes lease_ttl, heartbeat, conflict_wait, retention
+	// invalid scenario: mine.yaml: line 4: engine.lease_tll: unknown field (did you mean lease_ttl?); engine takes lease_ttl, heartbeat, conflict_wait, retention, clock_skew
 }
 
 // Command-line overrides are pointers, so a flag left out (nil) keeps the

@@ -108,7 +108,7 @@ func (m nodes) errAt(path, format string, args ...any) error {
 
 // durationFields are the duration fields, checked like wholeFields.
 var durationFields = map[string]bool{
-	"duration": true, "engine.lease_ttl": true, "engine.conflict_wait": true, "engine.retention": true,
+	"duration": true, "engine.lease_ttl": true, "engine.conflict_wait": true, "engine.clock_skew": true, "engine.retention": true,
 	"workload.keys.delay": true, "workload.retry.timeout": true, "workload.retry.backoff": true,
 	"workload.retry.max_backoff": true, "workload.business.latency.mean": true,
 	"workload.business.latency.min": true, "workload.business.latency.max": true,
@@ -210,6 +210,8 @@ type Overrides struct {
 	// part of a scenario, but it is checked here too (positive, at most
 	// MaxCheckTimeout), as the command line needs.
 	CheckTimeout *time.Duration
+	// ClockSkew replaces the engine's clock skew (engine.clock_skew).
+	ClockSkew *time.Duration
 }
 
 // MaxCheckTimeout bounds Overrides.CheckTimeout.
@@ -225,6 +227,9 @@ func (s *Scenario) Apply(o Overrides) (*Scenario, error) {
 	if o.Duration != nil {
 		c.Duration = *o.Duration
 		c.Faults = scaleFaults(s.Faults, s.Duration, c.Duration)
+	}
+	if o.ClockSkew != nil {
+		c.Engine.ClockSkew = *o.ClockSkew
 	}
 	if o.Clients != nil {
 		if *o.Clients < 1 {

@@ -47,6 +47,7 @@ type engineYAML struct {
 	Heartbeat    heartbeat `yaml:"heartbeat"`
 	ConflictWait duration  `yaml:"conflict_wait"`
 	Retention    duration  `yaml:"retention"`
+	ClockSkew    duration  `yaml:"clock_skew"`
 }
 
 type complYAML struct {
@@ -213,6 +214,7 @@ func (f *file) scenario(source string, m nodes) (*Scenario, error) {
 			LeaseTTL:     f.Engine.LeaseTTL.D,
 			Heartbeat:    f.Engine.Heartbeat.d,
 			ConflictWait: f.Engine.ConflictWait.D,
+			ClockSkew:    f.Engine.ClockSkew.D,
 			Retention:    f.Engine.Retention.D,
 		},
 		Completer: workload.Completer{

@@ -24,6 +24,7 @@
 //	engine.heartbeat                   on, off, or an interval of at least 1ms below the lease TTL
 //	engine.retention                   absent (the engine's default) or 1s to 30 days
 //	engine.conflict_wait               at most 10m (workload.MaxWait)
+//	engine.clock_skew                  at most 10m (workload.MaxWait)
 //	completer.count                    1 to 100 (workload.MaxCompleters) when completer is written
 //	completer.every                    required there, 1ms to 10m (workload.MinCompleterEvery, MaxWait)
 //	completer.older_than               at most 10m

@@ -45,9 +45,9 @@ type world struct {
 	sink   *sink
 	apps   []*app
 	faults atomic.Int64
-	// inflight holds every call goroutine: a call a client gave up on
-	// goes on after the client moved on.
-	inflight sync.WaitGroup
+	// inflight runs every call: a call a client gave up on goes on after
+	// the client moved on.
+	inflight *pool
 
 	mu     sync.Mutex
 	chunks [][]history.Op // filled in chunks, so recording never copies the history
@@ -97,7 +97,7 @@ func Run(t *testing.T, open Opener, cfg Config) Result {
 }
 
 func simulate(t *testing.T, open Opener, cfg Config) Result {
-	w := &world{cfg: cfg, sch: newScheduler(uint64(cfg.Seed)), start: time.Now(), sink: newSink()}
+	w := &world{cfg: cfg, sch: newScheduler(uint64(cfg.Seed)), start: time.Now(), sink: newSink(), inflight: newPool()}
 	go w.sch.run()
 	defer w.sch.stop()
 	rng := newRand(cfg.Seed, -1)
@@ -139,6 +139,7 @@ func simulate(t *testing.T, open Opener, cfg Config) Result {
 	}
 	clients.Wait()
 	w.inflight.Wait()
+	w.inflight.close()
 
 	// The faults are over: wait out a lease and its slack, then probe
 	// every key a client left without an answer.

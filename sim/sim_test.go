@@ -24,17 +24,7 @@ var (
 	flagSeeds   = flag.Int("sim.seeds", 0, "TestSimSeeds, TestReplayIdentical, TestKnownBadDesignsCaught: how many seeds (0: the default of each)")
 )
 
-// simDesigns are the known-bad designs only the simulation reaches, by
-// name; the registered ones (naive.Names) come on top.
-var simDesigns = map[string]func(naive.Options) idem.Store{
-	"skewed-leases": func(o naive.Options) idem.Store { return naive.NewSkewedLeases(o) },
-	"touch-on-read": func(o naive.Options) idem.Store { return naive.NewTouchOnRead(o) },
-	"lean-record":   func(o naive.Options) idem.Store { return naive.NewLeanRecord(o) },
-}
-
-func designNames() []string {
-	return append([]string{"skewed-leases", "touch-on-read"}, naive.Names()...)
-}
+func designNames() []string { return naive.Names() }
 
 // opener returns the Opener of the store named name for cfg.
 func opener(t *testing.T, name string, cfg sim.Config) sim.Opener {
@@ -49,9 +39,6 @@ func opener(t *testing.T, name string, cfg sim.Config) sim.Opener {
 		t.Fatalf("-sim.store %q: want memory or naive/DESIGN", name)
 	}
 	return sim.Shared(func(clock idem.Clock) (idem.Store, error) {
-		if f := simDesigns[design]; f != nil {
-			return f(naive.Options{Clock: clock, TakeoverGrace: cfg.TakeoverGrace}), nil
-		}
 		return naive.New(design, clock)
 	})
 }

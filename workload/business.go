@@ -139,7 +139,7 @@ func (x *execution) execID() string {
 
 // business returns the idem.Func of execution x: it works for x.latency,
 // fails if x says so (or if the fault injector forces it), else applies
-// its effect to the sink and answers "ok <key> <exec>". It applies the
+// its effect to the sink and answers 201 "ok <key> <exec>" (see dress). It applies the
 // effect even when ctx was cancelled meanwhile: it models a process that
 // does not know it lost its lease.
 func (d *driver) business(x *execution) idem.Func {
@@ -159,9 +159,9 @@ func (d *driver) business(x *execution) idem.Func {
 		case failRetryable:
 			return idem.Response{}, &retryableError{ErrRetryable}
 		case failPermanent:
-			return response(500, "failed", x), idem.Permanent(ErrPermanent)
+			return response(statusFailed, "failed", x), idem.Permanent(ErrPermanent)
 		}
-		resp := response(200, "ok", x)
+		resp := response(statusCreated, "ok", x)
 		op := history.Op{
 			Kind:    history.KindEffect,
 			Client:  x.client,
@@ -193,7 +193,7 @@ func (d *driver) business(x *execution) idem.Func {
 		}
 		d.rec.Record(op)
 		if !applied {
-			return response(409, "stale", x), idem.Permanent(ErrStale)
+			return response(statusConflict, "stale", x), idem.Permanent(ErrStale)
 		}
 		if x.fail == failAmbiguous {
 			return resp, idem.MarkAmbiguous(ErrAmbiguous)
@@ -202,7 +202,17 @@ func (d *driver) business(x *execution) idem.Func {
 	}
 }
 
-// response builds "<word> <key> <exec>" with status.
+// The statuses the business function answers, as a payments API does: a
+// success is created, a business failure is unprocessable, an effect the
+// sink fenced off conflicts.
+const (
+	statusCreated  = 201
+	statusFailed   = 422
+	statusConflict = 409
+)
+
+// response builds "<word> <key> <exec>" with status and the headers dress
+// derives from them.
 func response(status int, word string, x *execution) idem.Response {
 	b := make([]byte, 0, len(word)+len(x.key)+len(x.id)+2)
 	b = append(b, word...)
@@ -210,7 +220,27 @@ func response(status int, word string, x *execution) idem.Response {
 	b = append(b, x.key...)
 	b = append(b, ' ')
 	b = append(b, x.id...)
-	return idem.Response{Status: status, Body: b}
+	return dress(idem.Response{Status: status, Body: b})
+}
+
+// dress sets the headers of a business response from its status and body
+// ("<word> <key> <exec>"): Content-Type always, and for a 201 Created its
+// Location (/payments/<key>) and ETag ("<exec>"). A replay must give them
+// back as they were (I3): a store that keeps only the body, or derives the
+// status from the record's state, is caught. The headers are a function of
+// status and body so that a sink that keeps only those (workload/pgsink,
+// workload/redissink) hands the recovery hook the whole response back.
+func dress(r idem.Response) idem.Response {
+	h := map[string][]string{"Content-Type": {"text/plain; charset=utf-8"}}
+	if r.Status == statusCreated {
+		f := bytes.Fields(r.Body)
+		if len(f) == 3 {
+			h["Location"] = []string{"/payments/" + string(f[1])}
+			h["Etag"] = []string{`"` + string(f[2]) + `"`}
+		}
+	}
+	r.Header = h
+	return r
 }
 
 // execOf returns the execution id a response names (its last word).
@@ -219,4 +249,15 @@ func execOf(r *idem.Response) string {
 		return string(r.Body[i+1:])
 	}
 	return ""
+}
+
+// recoverDressed asks r whether the effect of l's key happened and gives
+// its response the headers the business gave it: a backend sink keeps only
+// status and body.
+func recoverDressed(ctx context.Context, r Recoverer, l idem.Lease) (idem.Response, bool, error) {
+	resp, done, err := r.Recover(ctx, l.Key, l.Token)
+	if done && err == nil {
+		resp = dress(resp)
+	}
+	return resp, done, err
 }

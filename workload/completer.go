@@ -196,7 +196,7 @@ func (d *driver) completerOptions() []idem.Option {
 		idem.WithLeaseTTL(e.LeaseTTL),
 		idem.WithRetention(e.Retention),
 		idem.WithRecovery(func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
-			return r.Recover(ctx, l.Key, l.Token)
+			return recoverDressed(ctx, r, l)
 		}),
 		idem.WithObserver(d.observeLease),
 	}

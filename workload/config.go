@@ -191,6 +191,14 @@ type EngineSettings struct {
 	// It needs a Sink that implements Recoverer; with another sink it is an
 	// error.
 	Recovery bool
+	// ClockSkew, when positive, is the clock-skew fault: the clients' calls
+	// go to app servers (up to 16, clients shared round robin), each an
+	// engine whose clock is off the wall clock by an offset drawn from the
+	// seed in [-ClockSkew, +ClockSkew], passed to the store through
+	// idem.Clock when the store judges leases by the app server's clock
+	// (ClockView). Not with a transactional sink or batches (they use one
+	// engine on the wall clock).
+	ClockSkew time.Duration
 }
 
 // Faults is an in-process fault injector (chaos.Injector implements it).

@@ -44,9 +44,12 @@
 // cancelled: it models a process that does not know it lost its lease,
 // which is exactly what fencing must catch. Its response names the key and
 // the execution ("ok <key> <exec>"), so a double execution also shows up as
-// a replay that differs. A fenced sink that rejects the effect makes the
-// function fail permanently with ErrStale (a correct engine then refuses
-// the Fail by fencing: lease_lost).
+// a replay that differs. It answers as a payments API does: 201 Created
+// with Location, ETag and Content-Type headers, 422 for a permanent
+// failure, so a replay must give back status and headers too (I3). A fenced
+// sink that rejects the effect makes the function fail permanently with
+// ErrStale, answered 409 (a correct engine then refuses the Fail by
+// fencing: lease_lost).
 //
 // # Randomness
 //

@@ -116,6 +116,7 @@ func (c *Config) limits() error {
 		fraction("business.ambiguous_rate", c.Business.AmbiguousRate, 1),
 		optional("engine.lease_ttl", c.Engine.LeaseTTL, MinLeaseTTL, MaxLeaseTTL),
 		between("engine.conflict_wait", c.Engine.ConflictWait, 0, MaxWait, "at least 0"),
+		between("engine.clock_skew", c.Engine.ClockSkew, 0, MaxWait, "at least 0"),
 		optional("engine.retention", c.Engine.Retention, MinRetention, MaxRetention),
 	}
 	if c.Engine.Heartbeat > 0 {

@@ -47,7 +47,10 @@ type driver struct {
 	cfg    Config
 	target Target       // what an attempt does: cfg.Target, or engineTarget
 	eng    *idem.Engine // the engine target's engine; nil with cfg.Target
-	cs     *completers  // the engine target's completers
+	// apps are the app servers' engines of a run with clock skew, each on
+	// its own clock (skew.go); nil without.
+	apps   []*idem.Engine
+	cs     *completers // the engine target's completers
 	rec    *history.Recorder
 	now    func() int64
 	box    mailbox
@@ -92,6 +95,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 		defer d.eng.Close() // every Do has returned by then: wait for the heartbeat goroutine
+		if cfg.Engine.ClockSkew > 0 && d.tx == nil {
+			d.apps = d.skewedEngines()
+			defer func() {
+				for _, e := range d.apps {
+					e.Close()
+				}
+			}()
+		}
 		if lk, ok := cfg.Sink.(LedgerKeeper); ok {
 			ledger = lk.Ledger()
 		}
@@ -181,7 +192,7 @@ func (d *driver) engineOptions() []idem.Option {
 	if e.Recovery {
 		r := d.cfg.Sink.(Recoverer)
 		opts = append(opts, idem.WithRecovery(func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
-			return r.Recover(ctx, l.Key, l.Token)
+			return recoverDressed(ctx, r, l)
 		}))
 	}
 	if d.faults != nil {
@@ -200,7 +211,7 @@ func (d *driver) engineOptions() []idem.Option {
 func (d *driver) do(ctx context.Context, x *execution, fp idem.Fingerprint, fn idem.Func) (idem.Result, error) {
 	if d.tx == nil {
 		ctx, fn = d.withLeaseCall(ctx, x, d.now(), fn)
-		return d.eng.Do(ctx, x.key, fp, fn)
+		return d.engineOf(x.client).Do(ctx, x.key, fp, fn)
 	}
 	return d.tx.Do(ctx, x.key, fp, d.txOpts, fn)
 }

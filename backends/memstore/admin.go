@@ -12,7 +12,8 @@ import (
 // idem.CorruptPurger: it holds only records it built itself, which always
 // decode, so Stats counts Corrupt only as a safeguard.
 
-// ListStuck implements idem.Lister. It locks one shard at a time.
+// ListStuck implements idem.Lister. It locks one shard at a time and reads
+// only its in-progress records (shard.pending).
 func (s *Store) ListStuck(ctx context.Context, olderThan time.Duration, limit int) ([]*idem.Record, error) {
 	return s.ListStuckPrefix(ctx, "", olderThan, limit)
 }
@@ -23,12 +24,13 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 	limit = idem.ListLimit(limit)
 	olderThan = max(olderThan, 0)
 	var out []*idem.Record
-	err := s.eachShard(ctx, func(entries map[string]*entry, now time.Time) bool {
-		for k, e := range entries {
+	err := s.eachShard(ctx, func(sh *shard, now time.Time) bool {
+		for k := range sh.pending {
 			if len(out) == limit {
 				break
 			}
-			if !strings.HasPrefix(k, prefix) || e.status != idem.StatusInProgress || !now.Before(e.expires) || now.Sub(e.leaseExp) < olderThan || now.Before(e.leaseExp) {
+			e := sh.entries[k]
+			if e == nil || !strings.HasPrefix(k, prefix) || e.status != idem.StatusInProgress || !now.Before(e.expires) || now.Sub(e.leaseExp) < olderThan || now.Before(e.leaseExp) {
 				continue
 			}
 			if rec, err := e.record(k); err == nil {
@@ -44,8 +46,8 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 // (body and header names and values), not the map's own overhead.
 func (s *Store) Stats(ctx context.Context) (idem.StoreStats, error) {
 	var st idem.StoreStats
-	err := s.eachShard(ctx, func(entries map[string]*entry, now time.Time) bool {
-		for k, e := range entries {
+	err := s.eachShard(ctx, func(sh *shard, now time.Time) bool {
+		for k, e := range sh.entries {
 			if !now.Before(e.expires) {
 				continue
 			}

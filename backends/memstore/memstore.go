@@ -66,6 +66,10 @@ var (
 type shard struct {
 	mu      sync.Mutex
 	entries map[string]*entry
+	// pending holds the keys whose entry is in progress, so that listing
+	// stuck records (the completer, every minute) does not read every
+	// stored record.
+	pending map[string]struct{}
 	// changed holds, per key, a channel closed at the next change of that
 	// key's in-progress record; created only by waiters.
 	changed map[string]chan struct{}
@@ -113,6 +117,7 @@ func New(opts Options) *Store {
 	}
 	for i := range s.shards {
 		s.shards[i].entries = make(map[string]*entry)
+		s.shards[i].pending = make(map[string]struct{})
 	}
 	if opts.SweepInterval >= 0 {
 		every := opts.SweepInterval
@@ -147,10 +152,16 @@ func (s *Store) shard(key string) *shard {
 func (sh *shard) live(key string, now time.Time) *entry {
 	e := sh.entries[key]
 	if e != nil && !now.Before(e.expires) {
-		delete(sh.entries, key)
+		sh.remove(key)
 		return nil
 	}
 	return e
+}
+
+// remove deletes the entry of key. The shard lock must be held.
+func (sh *shard) remove(key string) {
+	delete(sh.entries, key)
+	delete(sh.pending, key)
 }
 
 func (e *entry) record(key string) (*idem.Record, error) {
@@ -200,6 +211,7 @@ func (s *Store) acquireLocked(sh *shard, key string, fp idem.Fingerprint, leaseT
 	n := &entry{status: idem.StatusInProgress, fp: fp, token: tok, leaseExp: exp, expires: exp.Add(s.grace),
 		lease: idem.Lease{Key: key, Token: tok, Fingerprint: fp, PrevToken: prev, Expiry: exp}}
 	sh.entries[key] = n
+	sh.pending[key] = struct{}{}
 	if prev != 0 {
 		sh.notify(key)
 	}
@@ -267,6 +279,7 @@ func (sh *shard) finishLocked(l *idem.Lease, st idem.Status, resp idem.Response,
 	}
 	e.status, e.expires, e.leaseExp = st, now.Add(retention), time.Time{}
 	e.hasResp, e.resp = true, resp
+	delete(sh.pending, l.Key)
 	sh.notify(l.Key)
 	return nil
 }
@@ -287,7 +300,7 @@ func (sh *shard) releaseLocked(l *idem.Lease, now time.Time) error {
 	if _, err := sh.owned(l, now); err != nil {
 		return err
 	}
-	delete(sh.entries, l.Key)
+	sh.remove(l.Key)
 	sh.notify(l.Key)
 	return nil
 }

@@ -9,10 +9,10 @@ import (
 // It locks one shard at a time, so it does not stall the whole store.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	removed := 0
-	err := s.eachShard(ctx, func(entries map[string]*entry, now time.Time) bool {
-		for k, e := range entries {
+	err := s.eachShard(ctx, func(sh *shard, now time.Time) bool {
+		for k, e := range sh.entries {
 			if !now.Before(e.expires) {
-				delete(entries, k)
+				sh.remove(k)
 				removed++
 			}
 		}
@@ -21,18 +21,18 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	return removed, err
 }
 
-// eachShard runs f on the entries of one shard after the other, under that
+// eachShard runs f on one shard after the other, under that
 // shard's lock, with the time read under it. It stops after a call of f
 // that returns false, or with ctx's error when ctx ends between two shards.
 // Sweep, ListStuckPrefix and Stats read the store through it.
-func (s *Store) eachShard(ctx context.Context, f func(entries map[string]*entry, now time.Time) bool) error {
+func (s *Store) eachShard(ctx context.Context, f func(sh *shard, now time.Time) bool) error {
 	for i := range s.shards {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		more := f(sh.entries, s.clock.Now())
+		more := f(sh, s.clock.Now())
 		sh.mu.Unlock()
 		if !more {
 			return nil

@@ -36,7 +36,7 @@ func (s *Store) Resolve(ctx context.Context, key string, token idem.Token, appli
 		return idem.ErrNotUncertain
 	}
 	if applied == nil {
-		delete(sh.entries, key)
+		sh.remove(key)
 		return nil
 	}
 	sh.entries[key] = &entry{status: idem.StatusCompleted, fp: e.fp, token: e.token, expires: now.Add(retention),

@@ -44,6 +44,9 @@ lines=(
   "check-then-act|batch-consumer|--duration 1s|I1"
   "two-step-takeover|takeover-race||I7"
   "fail-on-expiry|gc-pause|--duration 1500ms|I4"
+  "touch-on-read|crash-holder|--duration 1500ms|T2"
+  "lean-record|duplicates|--duration 1s|I3"
+  "skewed-leases|duplicates|--duration 1s --clock-skew 1s|T1"
 )
 
 printf '%-20s %-22s %-28s %-8s %-10s %s\n' design scenario flags caught should invariants-seen
@@ -58,7 +61,7 @@ for line in "${lines[@]}"; do
     case $got in
       0) ;;
       1) caught=$((caught + 1))
-         seen="$seen $(grep -m1 '^verdict' "$tmp/log" | grep -o 'I[0-9] [0-9]* VIOLATED' | cut -d' ' -f1 | tr '\n' ' ')" ;;
+         seen="$seen $(grep -m1 '^verdict' "$tmp/log" | grep -o '[IT][0-9] [0-9]* VIOLATED' | cut -d' ' -f1 | tr '\n' ' ')" ;;
       *) echo "$design $scenario seed $seed: exit $got"; sed 's/^/    /' "$tmp/log"; exit 1 ;;
     esac
   done

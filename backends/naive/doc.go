@@ -1,8 +1,9 @@
 // Package naive holds deliberately broken idempotency stores: designs
 // from the idempotency literature, peers' issue trackers and store authors, each an
 // in-memory idem.Store that gets one thing wrong. They exist so that the harness can show it catches them: each
-// must fail the conformance suite (backends/storetest) and be caught by at
-// least one built-in scenario. A checker that passes them all is broken.
+// must fail the conformance suite (backends/storetest), unless its flaw
+// needs more than one clock (skewed-leases), and be caught by at least one
+// built-in scenario. A checker that passes them all is broken.
 // Never use them to guard real side effects.
 //
 // Apart from its one flaw, every design is a sound store: fencing tokens come
@@ -42,6 +43,16 @@
 //	fail-on-expiry     FailOnExpiry      an expired lease is stored as a permanent        gc-pause, I4 (effect
 //	                                     failure: the slow holder's effect lands after    after the commit)
 //	                                     the clients were told "failed"
+//	retries-uncertain  RetriesUncertain  an uncertain record is handed to the next        uncertain-outcomes
+//	                                     request: the effect runs again                   (--no-recovery), I9
+//	touch-on-read      TouchOnRead       an Acquire that finds a live lease extends it:   crash-holder, T2
+//	                                     a dead holder's key stays blocked while its
+//	                                     clients retry
+//	lean-record        LeanRecord        a record keeps the body only: a 201 with         duplicates, I3
+//	                                     Location and ETag replays as a bare 200
+//	skewed-leases      SkewedLeases      lease expiry judged by each app server's own     duplicates
+//	                                     clock: a server whose clock runs ahead takes     (--clock-skew 1s), T1
+//	                                     over a lease live in true time
 //
 // I7 (token order over lease grants) and I8 (no write under a superseded
 // token) are the checker's invariants for the lease grants the engine
@@ -62,7 +73,10 @@
 // TakeOverRefusedForDifferentFingerprint and FingerprintKeptWithRecord for
 // unscoped-key; ConcurrentTakeOverGrantsExactlyOneLease for
 // two-step-takeover and TakeOverOnlyAfterExpiryWithHigherToken for
-// fail-on-expiry. A design may fail a few more cases as a consequence of the
+// fail-on-expiry; ReadsDoNotExtendLease for touch-on-read and
+// CompleteStoresResponseForReplay for lean-record. skewed-leases passes
+// the suite, which runs on one clock: its flaw needs app servers whose
+// clocks disagree. A design may fail a few more cases as a consequence of the
 // same flaw; the package tests pin down which.
 //
 // New builds a design by the name the harness uses (Names lists them); the

@@ -29,6 +29,9 @@ func ExampleNames() {
 	// two-step-takeover
 	// fail-on-expiry
 	// retries-uncertain
+	// touch-on-read
+	// lean-record
+	// skewed-leases
 }
 
 func ExampleNew() {
@@ -48,5 +51,5 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// first lease: true second lease: true
-	// naive: unknown design "optimistic" (valid: check-then-act, cache-on-success, unfenced-takeover, delete-on-error, no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat, fail-open, keeps-pending, unscoped-key, two-step-takeover, fail-on-expiry, retries-uncertain)
+	// naive: unknown design "optimistic" (valid: check-then-act, cache-on-success, unfenced-takeover, delete-on-error, no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat, fail-open, keeps-pending, unscoped-key, two-step-takeover, fail-on-expiry, retries-uncertain, touch-on-read, lean-record, skewed-leases)
 }

@@ -13,9 +13,9 @@ import (
 // key, 500 for a failed one, no headers. A request answered 201 Created
 // with a Location header replays as a bare 200; an ETag or a Content-Type
 // is lost. Clients that act on the status or follow the Location break on
-// a retry, though no effect ran twice. Found by the simulation's richer
-// responses and I3 (package sim); the real-time workload answers only 200
-// and 500 without headers, so a run does not see it.
+// a retry, though no effect ran twice. Found by I3 wherever a request is
+// replayed: the simulation and the real-time workload both answer 201 with
+// Location, ETag and Content-Type, 422 or 409 (run: scenario duplicates).
 //
 // Fencing, tokens, take-over, retention and fingerprints are sound.
 type LeanRecord struct {

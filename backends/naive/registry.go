@@ -39,13 +39,17 @@ var designs = []struct {
 	{"two-step-takeover", func(o Options) design { return NewTwoStepTakeover(o) }},
 	{"fail-on-expiry", func(o Options) design { return NewFailOnExpiry(o) }},
 	{"retries-uncertain", func(o Options) design { return NewRetriesUncertain(o) }},
+	{"touch-on-read", func(o Options) design { return NewTouchOnRead(o) }},
+	{"lean-record", func(o Options) design { return NewLeanRecord(o) }},
+	{"skewed-leases", func(o Options) design { return NewSkewedLeases(o) }},
 }
 
 // Names returns the names of the designs New accepts, in a fixed order:
 // check-then-act, cache-on-success, unfenced-takeover, delete-on-error,
 // no-expiry, no-heartbeat, token-restart, racy-takeover, unfenced-heartbeat,
 // fail-open, keeps-pending, unscoped-key, two-step-takeover,
-// fail-on-expiry, retries-uncertain. The slice is the caller's.
+// fail-on-expiry, retries-uncertain, touch-on-read, lean-record,
+// skewed-leases. The slice is the caller's.
 func Names() []string {
 	names := make([]string, len(designs))
 	for i, d := range designs {

@@ -26,6 +26,9 @@ func TestNewBuildsEachDesign(t *testing.T) {
 		"two-step-takeover":  "*naive.TwoStepTakeover",
 		"fail-on-expiry":     "*naive.FailOnExpiry",
 		"retries-uncertain":  "*naive.RetriesUncertain",
+		"touch-on-read":      "*naive.TouchOnRead",
+		"lean-record":        "*naive.LeanRecord",
+		"skewed-leases":      "*naive.SkewedLeases",
 	}
 	names := Names()
 	if len(names) != len(want) {

@@ -19,9 +19,11 @@ import (
 // NewSkewedLeases returns the shared store, judged by Options.Clock;
 // WithClock returns the view of one app server, judged by that server's
 // clock. Retention, fencing, tokens, replay and fingerprints are sound;
-// with a single clock the design is correct. Found by the simulation's
-// clock-skew fault and its T1 invariant (package sim); the real-time
-// harness has no per-server clock to skew.
+// with a single clock the design is correct (it passes backends/storetest,
+// which runs one clock). Found by the clock-skew fault and T1, in the
+// simulation (package sim) and in run (duplicates --clock-skew 1s: the
+// copies of a request reach app servers whose clocks are apart by more
+// than a lease TTL). It implements workload.ClockView and sim.ClockView.
 type SkewedLeases struct {
 	*mapStore
 	app idem.Clock // the app server's clock

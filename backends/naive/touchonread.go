@@ -17,9 +17,10 @@ import (
 // run finds the key free.
 //
 // Fencing, tokens, retention, replay and fingerprints are sound. Found by
-// the simulation's take-over liveness invariant (T2, package sim), which
-// bounds how long after the last grant or renewal a key may answer "in
-// progress".
+// the take-over liveness invariant T2, which bounds how long after the last
+// grant or renewal a key may answer "in progress": in the simulation
+// (package sim) and in run (scenario crash-holder), and by the conformance
+// case ReadsDoNotExtendLease.
 type TouchOnRead struct {
 	mapStore
 }

@@ -157,6 +157,28 @@ func takeOverAfterExpiry(t testing.TB, s *suite, st idem.Store, key string) {
 	}
 }
 
+// readsDoNotExtend: an Acquire that finds the lease live answers with the
+// record and leaves the lease as it is, so that a holder that died is
+// taken over one TTL after its last grant or renewal, however often its
+// clients retry meanwhile (a store that refreshes the lease on each read
+// keeps the key blocked while they do).
+func readsDoNotExtend(t testing.TB, s *suite, st idem.Store, key string) {
+	l1 := MustAcquire(t, st, key, fp("a"), s.ttl)
+	s.wait(s.ttl / 2)
+	if rec := MustRecord(t, st, key, fp("a"), s.ttl); rec.Token != l1.Token {
+		t.Fatalf("before expiry: record token %d, want %d", rec.Token, l1.Token)
+	}
+	s.wait(s.ttl/2 + s.ttl/4) // past the grant's expiry, before the read's
+	l2, rec := acquire(t, st, key, fp("a"), long)
+	if l2 == nil {
+		t.Fatalf("%s after the grant, %s after a retry read the live lease: record %+v, want a take-over (the read extended the lease)",
+			s.ttl+s.ttl/4, s.ttl/2+s.ttl/4, rec)
+	}
+	if l2.PrevToken != l1.Token {
+		t.Fatalf("take-over lease = %+v, want PrevToken %d", l2, l1.Token)
+	}
+}
+
 func takeOverOtherFingerprint(t testing.TB, s *suite, st idem.Store, key string) {
 	l1 := MustAcquire(t, st, key, fp("a"), s.ttl)
 	s.wait(s.pastTTL())

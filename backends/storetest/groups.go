@@ -69,6 +69,7 @@ func livenessCases() []groupCase {
 	return []groupCase{
 		{"ReleaseMakesKeyAbsentAndRetryable", releaseAbsent},
 		{"TakeOverOnlyAfterExpiryWithHigherToken", takeOverAfterExpiry},
+		{"ReadsDoNotExtendLease", readsDoNotExtend},
 		{"RetentionExpiryForgetsRecord", retentionExpiry},
 		{"WaiterWakesOnCompletion", waiterWakes},
 		{"SweeperRemovesOnlyExpiredRecords", sweeperRemoves},

@@ -43,7 +43,8 @@ type CapacityCurve struct {
 // achieved throughput, one colour per curve: p50 dotted, p99 solid, p99.9
 // dashed, the objective as a horizontal line) as knee.png and knee.svg,
 // and capacity.md with the table of every step and the maximum sustainable
-// rate per curve. sloP99Ms is the objective.
+// rate per curve. sloP99Ms is the objective. The plot is drawn by the
+// registered Plotter; without one capacity.md says so instead.
 func WriteCapacity(dir string, curves []CapacityCurve, sloP99Ms float64) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("reports: %w", err)

@@ -204,7 +204,8 @@ func (c Comparison) Markdown() string {
 // Markdown table and the plots' names) and the overlaid plots:
 // compare-latency.png/.svg (each run's overall percentile spectrum) and
 // compare-throughput.png/.svg (each run's completed calls per second).
-// Fault windows are not shaded: they differ from run to run.
+// Fault windows are not shaded: they differ from run to run. The plots are
+// drawn by the registered Plotter; without one compare.md says so instead.
 func WriteComparison(dir string, runs []Run) (Comparison, error) {
 	c := Compare(runs)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

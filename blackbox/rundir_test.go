@@ -10,6 +10,7 @@ import (
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/reports"
+	_ "github.com/idembench/idembench/reports/plots" // the run directory holds the plots
 )
 
 // checkRunDir asserts that dir holds a complete run directory with the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/backendfault"
+	_ "github.com/idembench/idembench/chaos/backendfault/netproxy" // the network faults
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"

@@ -37,10 +37,13 @@ type Spec struct {
 	// Overrides replace the scenario's figures.
 	Overrides Overrides
 	// Faults are the faults on the backend (restarts, network); nil means
-	// none.
+	// none. Network faults need a proxy the program links: import
+	// chaos/backendfault/netproxy (the CLI does), else the run is a
+	// configuration error (backendfault.ErrNoProxy).
 	Faults *backendfault.Plan
 	// Out is the run directory (history.jsonl, summary.json, reports,
-	// violations/); empty writes nothing.
+	// violations/); empty writes nothing. The plots are written when the
+	// program links reports/plots (the CLI does).
 	Out string
 	// History is what Out keeps of the history: all of it (the zero
 	// value), a sample of the keys, or none (HistoryMode).

@@ -32,8 +32,12 @@ func BenchmarkMeasure1M(b *testing.B) {
 // time PNG); the target is at most 5 s (reported as s/render).
 func BenchmarkRenderPlots1M(b *testing.B) {
 	h := million()
+	p := RegisteredPlotter()
+	if p == nil {
+		b.Fatal("no Plotter registered: the test binary links reports/plots (plots_link_test.go)")
+	}
 	for b.Loop() {
-		if _, err := renderPlots(Measure(h, MeasureOptions{})); err != nil {
+		if _, err := p.RunPlots(Measure(h, MeasureOptions{})); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,15 +2,10 @@ package reports
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // Files of a capacity report (WriteCapacity).
@@ -48,22 +43,25 @@ type CapacityCurve struct {
 // achieved throughput, one colour per curve: p50 dotted, p99 solid, p99.9
 // dashed, the objective as a horizontal line) as knee.png and knee.svg,
 // and capacity.md with the table of every step and the maximum sustainable
-// rate per curve. sloP99Ms is the objective.
+// rate per curve. sloP99Ms is the objective. The plot is drawn by the
+// registered Plotter; without one capacity.md says so instead.
 func WriteCapacity(dir string, curves []CapacityCurve, sloP99Ms float64) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("reports: %w", err)
 	}
-	f := kneeFigure(curves, sloP99Ms)
-	for _, format := range []string{"png", "svg"} {
-		b, err := f.render(format)
+	md := CapacityMarkdownTable(curves, sloP99Ms)
+	if p := RegisteredPlotter(); p != nil {
+		files, err := p.CapacityPlots(curves, sloP99Ms)
 		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, CapacityPlot+"."+format), b, 0o644)
+			err = writePlots(dir, files)
 		}
 		if err != nil {
-			return "", fmt.Errorf("reports: plot %s.%s: %w", CapacityPlot, format, err)
+			return "", fmt.Errorf("reports: plot %s: %w", CapacityPlot, err)
 		}
+		md += "\n![latency against throughput](" + CapacityPlot + ".png)\n"
+	} else {
+		md += "\n" + noPlots + "\n"
 	}
-	md := CapacityMarkdownTable(curves, sloP99Ms) + "\n![latency against throughput](" + CapacityPlot + ".png)\n"
 	if err := os.WriteFile(filepath.Join(dir, CapacityMarkdown), []byte(md), 0o644); err != nil {
 		return "", fmt.Errorf("reports: %w", err)
 	}
@@ -108,59 +106,4 @@ func CapacityMarkdownTable(curves []CapacityCurve, sloP99Ms float64) string {
 		}
 	}
 	return b.String()
-}
-
-func kneeFigure(curves []CapacityCurve, sloP99Ms float64) *figure {
-	f := newFigure("Latency against achieved throughput (open loop, coordinated omission corrected)",
-		"achieved throughput (completed calls/s)", "latency (ms, log scale)")
-	lo, hi, top := math.Inf(1), sloP99Ms, 0.0
-	for _, c := range curves {
-		for _, p := range c.Points {
-			for _, v := range []float64{p.P50Ms, p.P99Ms, p.P999Ms} {
-				if v > 0 {
-					lo, hi = min(lo, v), max(hi, v)
-				}
-			}
-			top = max(top, p.AchievedPerS)
-		}
-	}
-	if top == 0 {
-		f.noData("no step has latency figures")
-		return f
-	}
-	lo, hi = positiveRange(lo, hi)
-	logAxis(&f.p.Y, lo, hi)
-	zeroBasedAxis(&f.p.X, top)
-	for i, c := range curves {
-		clr := runColors[i%len(runColors)]
-		for _, s := range []struct {
-			name  string
-			pick  func(CapacityPoint) float64
-			width vg.Length
-			dash  []vg.Length
-		}{
-			{" p50", func(p CapacityPoint) float64 { return p.P50Ms }, vg.Points(1.2), []vg.Length{vg.Points(1), vg.Points(2)}},
-			{" p99", func(p CapacityPoint) float64 { return p.P99Ms }, vg.Points(2), nil},
-			{" p99.9", func(p CapacityPoint) float64 { return p.P999Ms }, vg.Points(1.2), []vg.Length{vg.Points(5), vg.Points(3)}},
-		} {
-			xys := make(plotter.XYs, 0, len(c.Points))
-			for _, p := range c.Points {
-				if v := s.pick(p); v > 0 {
-					xys = append(xys, plotter.XY{X: p.AchievedPerS, Y: v})
-				}
-			}
-			if l := f.addLine(c.Label+s.name, xys, clr, s.width, false); l != nil {
-				l.Dashes = s.dash
-				if sc, err := plotter.NewScatter(xys); err == nil {
-					sc.GlyphStyle = draw.GlyphStyle{Color: clr, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
-					f.p.Add(sc)
-				}
-			}
-		}
-	}
-	slo := plotter.XYs{{X: 0, Y: sloP99Ms}, {X: f.p.X.Max, Y: sloP99Ms}}
-	if l := f.addLine(fmt.Sprintf("objective p99 ≤ %s ms", num(sloP99Ms)), slo, errorRed, vg.Points(1), true); l != nil {
-		l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-	}
-	return f
 }

@@ -17,6 +17,16 @@
 //     CLI exits 4 on any).
 //   - Measure and NewSummary give the figures without writing files.
 //
+// # Plots
+//
+// The plots are drawn by a Plotter that the program registers
+// (RegisterPlotter): package reports/plots, with gonum/plot, registers
+// one when it is imported, and the idembench CLI imports it. This package
+// itself links no plotting, so a program that only checks runs (a store
+// author's test through harness/harnesstest) stays small. Without a
+// Plotter every file but the plots is written, and report.html,
+// compare.md and capacity.md say that the program draws no plots.
+//
 // # What is measured
 //
 // Only workload calls (KindCall ops without Probe) are measured. Liveness
@@ -64,8 +74,8 @@
 //
 // history.jsonl (written by the caller), summary.json, report.md,
 // report.html (self-contained: plots embedded as base64 PNG, violations
-// linked to the checker's Porcupine HTML files by relative path),
-// latency.png/.svg (latency against percentile on a "nines" axis from 0% to
+// linked to the checker's Porcupine HTML files by relative path), and,
+// with a Plotter, latency.png/.svg (latency against percentile on a "nines" axis from 0% to
 // 99.999%, one line per outcome and one overall), throughput.png/.svg
 // (completed calls and errors per second, fault windows shaded and numbered
 // as in the reports' fault window table) and latency-over-time.png (a

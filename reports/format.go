@@ -78,3 +78,12 @@ func writeFile(path string, write func(w io.Writer) error) (err error) {
 	}
 	return bw.Flush()
 }
+
+// FormatNumber formats x as every report does: three significant digits
+// below 1000 ("0.000853", "12.4", "999"), whole numbers with thousands
+// separators from 1000 up ("12,346"); NaN and infinities print as "-".
+func FormatNumber(x float64) string { return num(x) }
+
+// FormatCount formats n as every report does, with thousands separators
+// ("12,346").
+func FormatCount(n int) string { return count(n) }

@@ -5,10 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/idembench/idembench/history"
 )
@@ -102,55 +98,6 @@ func TestHTMLHeadingNeedsNoEmojiFont(t *testing.T) {
 	}
 }
 
-// TestLabelRows: labels that would overlap go on a lower row; a label
-// that fits on no row is left out; nothing overlaps on a row.
-func TestLabelRows(t *testing.T) {
-	box := func(x, w float64) textBox { return textBox{x: vg.Length(x), w: vg.Length(w)} }
-	cases := []struct {
-		name   string
-		labels []textBox
-		rows   int
-		want   []int
-	}{
-		{"apart", []textBox{box(0, 5), box(10, 5), box(20, 5)}, 4, []int{0, 0, 0}},
-		{"three at once", []textBox{box(0, 5), box(1, 5), box(2, 5)}, 4, []int{0, 1, 2}},
-		{"back to the top", []textBox{box(0, 5), box(1, 5), box(9, 5)}, 4, []int{0, 1, 0}},
-		{"out of rows", []textBox{box(0, 5), box(1, 5), box(2, 5)}, 2, []int{0, 1, -1}},
-		{"touching needs the gap", []textBox{box(0, 5), box(6, 5)}, 4, []int{0, 1}},
-	}
-	for _, c := range cases {
-		got := labelRows(c.labels, 2, c.rows)
-		for i := range c.want {
-			if got[i] != c.want[i] {
-				t.Errorf("%s: rows %v, want %v", c.name, got, c.want)
-				break
-			}
-		}
-	}
-}
-
-// TestStepsEndAtTimeline: a step series ends at xMax, changes between two
-// adjacent buckets at their boundary, and a bucket past xMax adds no step.
-func TestStepsEndAtTimeline(t *testing.T) {
-	xys := plotter.XYs{{X: 0.5, Y: 1}, {X: 1.5, Y: 2}, {X: 2.5, Y: 3}}
-	got := stepXYs(xys, 1, 2.2)
-	want := plotter.XYs{{X: 0, Y: 1}, {X: 1, Y: 1}, {X: 1, Y: 2}, {X: 2, Y: 2}, {X: 2, Y: 3}, {X: 2.2, Y: 3}}
-	if len(got) != len(want) {
-		t.Fatalf("steps %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("steps %v, want %v", got, want)
-		}
-	}
-	if got := stepXYs(xys, 1, 1.7); got[len(got)-1] != (plotter.XY{X: 1.7, Y: 2}) {
-		t.Fatalf("cut in the second bucket: %v", got)
-	}
-	if got := stepXYs(xys, 1, 0); got[len(got)-1].X != 3 {
-		t.Fatalf("no end: %v", got)
-	}
-}
-
 // TestTrafficEnd: the drain starts at the first call plus the recorded
 // duration, or, without one, at the last first attempt's start.
 func TestTrafficEnd(t *testing.T) {
@@ -174,39 +121,6 @@ func TestTrafficEnd(t *testing.T) {
 			t.Errorf("%s: traffic end %g s, want %g", c.name, m.TrafficEndS, c.want)
 		}
 	}
-}
-
-// TestDrainIsShadedAndLabelled: both timeline plots of a run with a drain
-// carry the drain's legend entry; a run whose traffic ends with its last
-// call has none.
-func TestDrainIsShadedAndLabelled(t *testing.T) {
-	t.Parallel()
-	h := closedLoop(200, func(i int) time.Duration { return time.Millisecond })
-	h.Header.Options = map[string]string{"duration": "100ms"}
-	m := Measure(h, MeasureOptions{})
-	if m.TrafficEndS <= 0 || m.TrafficEndS >= m.spanS() {
-		t.Fatalf("traffic end %g, span %g: no drain in the fixture", m.TrafficEndS, m.spanS())
-	}
-	for name, fig := range map[string]func(*Measurement) *figure{"throughput": throughputFigure, "latency over time": latencyOverTimeFigure} {
-		f := fig(m)
-		if !hasLegend(f, "drain: no new requests") {
-			t.Errorf("%s: no drain legend entry", name)
-		}
-		if f.p.X.Max != m.spanS() {
-			t.Errorf("%s: x axis ends at %g, want the timeline's end %g", name, f.p.X.Max, m.spanS())
-		}
-	}
-	h.Header.Options = nil
-	m = Measure(h, MeasureOptions{})
-	if f := latencyOverTimeFigure(m); hasLegend(f, "drain") != (m.TrafficEndS < m.spanS()) {
-		t.Errorf("drain legend %v with traffic end %g of %g", hasLegend(f, "drain"), m.TrafficEndS, m.spanS())
-	}
-}
-
-// hasLegend reports whether f, rendered as SVG, writes text.
-func hasLegend(f *figure, text string) bool {
-	b, err := f.render("svg")
-	return err == nil && strings.Contains(string(b), text)
 }
 
 // TestCompareUnmeasuredRun: a run without a measured call shows "—" in

@@ -7,9 +7,10 @@ import (
 )
 
 // writeHTML writes report.html: one self-contained file with the figures
-// of report.md, the plots embedded as base64 PNG (keyed by plot name), and
+// of report.md, the plots embedded as base64 PNG (files holds them by file
+// name; none means the program draws no plots, and the page says so), and
 // the violations linked to their visualizations by relative path.
-func writeHTML(w io.Writer, s *Summary, pngs map[string][]byte) error {
+func writeHTML(w io.Writer, s *Summary, files map[string][]byte) error {
 	type plotImg struct {
 		Title, File string
 		Src         template.URL
@@ -20,7 +21,7 @@ func writeHTML(w io.Writer, s *Summary, pngs map[string][]byte) error {
 		{ThroughputPlot, "Throughput over time", ThroughputPlot + ".svg"},
 		{LatencyOverTimePlot, "Latency over time", LatencyOverTimePlot + ".png"},
 	} {
-		if b := pngs[p.name]; len(b) > 0 {
+		if b := files[p.name+".png"]; len(b) > 0 {
 			plots = append(plots, plotImg{p.title, p.file, template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))})
 		}
 	}
@@ -29,15 +30,17 @@ func writeHTML(w io.Writer, s *Summary, pngs map[string][]byte) error {
 		listed = listed[:MaxListedViolations]
 	}
 	data := map[string]any{
-		"S":         s,
-		"Icon":      htmlVerdictIcons[s.Verdict],
-		"Verdict":   verdictText(s),
-		"Plots":     plots,
-		"Outcomes":  latencyRows(outcomeNames(), s.Latency.ByOutcome),
-		"Phases":    latencyRows(phaseNameList(), s.Latency.ByPhase),
-		"Listed":    listed,
-		"Unlisted":  s.ViolationCount() - len(listed),
-		"FaultSecs": faultSeconds(s),
+		"S":          s,
+		"Icon":       htmlVerdictIcons[s.Verdict],
+		"Verdict":    verdictText(s),
+		"Plots":      plots,
+		"NoPlots":    len(files) == 0,
+		"NoPlotsWhy": noPlots,
+		"Outcomes":   latencyRows(outcomeNames(), s.Latency.ByOutcome),
+		"Phases":     latencyRows(phaseNameList(), s.Latency.ByPhase),
+		"Listed":     listed,
+		"Unlisted":   s.ViolationCount() - len(listed),
+		"FaultSecs":  faultSeconds(s),
 	}
 	return htmlTemplate.Execute(w, data)
 }
@@ -119,7 +122,8 @@ code { background: #f4f4f4; padding: 0 .2em; }
 {{if .Misses}}<ul>{{range .Misses}}<li class="miss">{{.Reason}}</li>{{end}}</ul>{{end}}{{end}}
 
 <h2>Plots</h2>
-{{range .Plots}}<figure><img src="{{.Src}}" alt="{{.Title}}"><figcaption>{{.Title}} (<a href="{{.File}}">{{.File}}</a>)</figcaption></figure>
+{{if .NoPlots}}<p>{{.NoPlotsWhy}}</p>
+{{end}}{{range .Plots}}<figure><img src="{{.Src}}" alt="{{.Title}}"><figcaption>{{.Title}} (<a href="{{.File}}">{{.File}}</a>)</figcaption></figure>
 {{end}}
 
 <h2>Latency by outcome (ms)</h2>

@@ -227,12 +227,6 @@ func TestEmptyHistories(t *testing.T) {
 		if m.Calls != 0 || m.Throughput() != 0 || m.ErrorRate() != 0 || m.Overall.Percentile(99) != 0 || m.Overall.Spectrum() != nil {
 			t.Errorf("%s: %+v", name, m)
 		}
-		for _, f := range []*figure{latencyFigure(m), throughputFigure(m), latencyOverTimeFigure(m)} {
-			// SVG draws the same plot as PNG, many times faster under -race.
-			if _, err := f.render("svg"); err != nil {
-				t.Errorf("%s: render: %v", name, err)
-			}
-		}
 	}
 }
 

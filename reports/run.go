@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/idembench/idembench/checker"
@@ -49,8 +48,9 @@ type Options struct {
 }
 
 // WriteRunReport measures h and writes the run's reports into dir (created
-// if needed): summary.json, report.md, report.html, latency.png/.svg,
-// throughput.png/.svg and latency-over-time.png. rep is the checker's
+// if needed): summary.json, report.md, report.html and, when the program
+// links a Plotter (RegisteredPlotter), latency.png/.svg, throughput.png/.svg
+// and latency-over-time.png. rep is the checker's
 // report on h; a zero Report gives the verdict "unchecked". Visualization
 // paths in rep are rewritten relative to dir so the directory can be moved.
 // It returns the Summary it wrote; on error some files may be missing.
@@ -217,53 +217,20 @@ func relativize(s *Summary, dir string) {
 	}
 }
 
-// plotFile is one rendered plot.
-type plotFile struct {
-	name   string // file name in the run directory
-	figure func(*Measurement) *figure
-	format string
-}
-
-var runPlots = []plotFile{
-	{LatencyPlot + ".png", latencyFigure, "png"},
-	{LatencyPlot + ".svg", latencyFigure, "svg"},
-	{ThroughputPlot + ".png", throughputFigure, "png"},
-	{ThroughputPlot + ".svg", throughputFigure, "svg"},
-	{LatencyOverTimePlot + ".png", latencyOverTimeFigure, "png"},
-}
-
-// renderPlots renders every run plot in parallel and returns the files'
-// bytes by name.
-func renderPlots(m *Measurement) (map[string][]byte, error) {
-	out := make([][]byte, len(runPlots))
-	errs := make([]error, len(runPlots))
-	var wg sync.WaitGroup
-	for i, pf := range runPlots {
-		wg.Go(func() { out[i], errs[i] = pf.figure(m).render(pf.format) })
-	}
-	wg.Wait()
-	files := make(map[string][]byte, len(runPlots))
-	for i, pf := range runPlots {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("reports: plot %s: %w", pf.name, errs[i])
-		}
-		files[pf.name] = out[i]
-	}
-	return files, nil
-}
-
-// writeAll writes the plots, summary.json, report.md and report.html.
+// writeAll writes the plots (when a Plotter is registered), summary.json,
+// report.md and report.html.
 func writeAll(dir string, m *Measurement, s *Summary) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	plots, err := renderPlots(m)
-	if err != nil {
-		return err
-	}
-	for _, pf := range runPlots {
-		if err := os.WriteFile(filepath.Join(dir, pf.name), plots[pf.name], 0o644); err != nil {
-			return fmt.Errorf("reports: %w", err)
+	var plots map[string][]byte
+	if p := RegisteredPlotter(); p != nil {
+		var err error
+		if plots, err = p.RunPlots(m); err != nil {
+			return fmt.Errorf("reports: plots: %w", err)
+		}
+		if err := writePlots(dir, plots); err != nil {
+			return err
 		}
 	}
 	if err := WriteSummaryFile(filepath.Join(dir, SummaryFile), s); err != nil {
@@ -272,12 +239,7 @@ func writeAll(dir string, m *Measurement, s *Summary) error {
 	if err := writeFile(filepath.Join(dir, MarkdownFile), func(w io.Writer) error { return WriteMarkdown(w, s) }); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	embedded := map[string][]byte{
-		LatencyPlot:         plots[LatencyPlot+".png"],
-		ThroughputPlot:      plots[ThroughputPlot+".png"],
-		LatencyOverTimePlot: plots[LatencyOverTimePlot+".png"],
-	}
-	if err := writeFile(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return writeHTML(w, s, embedded) }); err != nil {
+	if err := writeFile(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return writeHTML(w, s, plots) }); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
 	return nil

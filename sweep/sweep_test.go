@@ -10,6 +10,7 @@ import (
 
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/harness/engines"
+	_ "github.com/idembench/idembench/reports/plots" // the sweep writes the knee plot
 	"github.com/idembench/idembench/sweep"
 )
 

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idembench/idembench/chaos/netfault"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 )
@@ -23,8 +22,10 @@ var defaultPorts = map[string]string{"redis": "6379", "rediss": "6379", "postgre
 // store must use instead (the private server's, with a proxy in front when
 // p has network faults) and the Env to start with the traffic. Restarts
 // without a Server, or network faults on a URL without host:port, wrap
-// ErrPlan; a proxy that does not start is an environment error. An
-// inactive plan returns url and None. seed seeds the proxy's jitter.
+// ErrPlan, and so do network faults in a program that links no proxy
+// (ErrNoProxy, see RegisterProxy); a proxy that does not start is an
+// environment error. An inactive plan returns url and None. seed seeds
+// the proxy's jitter.
 func Open(ctx context.Context, p *Plan, url string, seed int64) (Env, string, error) {
 	if !p.Active() {
 		return None{}, url, nil
@@ -65,6 +66,10 @@ func Open(ctx context.Context, p *Plan, url string, seed int64) (Env, string, er
 	if !hasNet {
 		return e, url, nil
 	}
+	start := RegisteredProxy()
+	if start == nil {
+		return nil, url, fmt.Errorf("%w: %w", ErrPlan, ErrNoProxy)
+	}
 	u, err := neturl.Parse(url)
 	if err != nil || u.Host == "" {
 		return nil, url, fmt.Errorf("%w: network faults: the backend URL has no host:port", ErrPlan)
@@ -77,7 +82,7 @@ func Open(ctx context.Context, p *Plan, url string, seed int64) (Env, string, er
 		}
 		upstream = net.JoinHostPort(u.Hostname(), port)
 	}
-	e.proxy, err = netfault.New(ctx, upstream, netfault.Options{Clock: history.Now, Seed: uint64(seed)})
+	e.proxy, err = start(ctx, upstream, uint64(seed))
 	if err != nil {
 		return nil, url, err
 	}
@@ -89,7 +94,7 @@ func Open(ctx context.Context, p *Plan, url string, seed int64) (Env, string, er
 // recorded.
 type env struct {
 	plan  *Plan
-	proxy *netfault.Proxy
+	proxy Proxy
 	// hook is the failover hook (nil without a failover); it fires only
 	// while running.
 	hook    idem.Hook

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/chaos/backendfault"
+	_ "github.com/idembench/idembench/chaos/backendfault/netproxy" // the network faults
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/testenv"
 )
@@ -44,6 +45,29 @@ func TestOpenRejectsBadPlans(t *testing.T) {
 	if err != nil || url != "redis://x:1" || env == nil {
 		t.Fatalf("nil plan: %v %q %v", env, url, err)
 	}
+}
+
+// TestNetworkFaultsNeedAProxy: a program that links no proxy (no import
+// of netproxy, as harness alone) rejects a plan with network faults as a
+// configuration error that names the package to import, and still opens
+// one without. Not parallel: it removes the proxy this test binary links
+// while it runs.
+func TestNetworkFaultsNeedAProxy(t *testing.T) {
+	if backendfault.RegisteredProxy() == nil {
+		t.Fatal("the test binary links no proxy: netproxy's import did not register it")
+	}
+	prev := backendfault.RegisterProxy(nil)
+	defer backendfault.RegisterProxy(prev)
+	plan := &backendfault.Plan{Faults: []chaos.Fault{{Kind: history.FaultPartition, Start: time.Second, Duration: time.Second}}}
+	_, _, err := backendfault.Open(context.Background(), plan, "redis://127.0.0.1:6379/0", 1)
+	if !errors.Is(err, backendfault.ErrPlan) || !errors.Is(err, backendfault.ErrNoProxy) || !strings.Contains(err.Error(), "backendfault/netproxy") {
+		t.Fatalf("network faults without a proxy: %v, want ErrPlan and ErrNoProxy naming netproxy", err)
+	}
+	env, url, err := backendfault.Open(context.Background(), &backendfault.Plan{ClientTimeout: time.Second}, "redis://127.0.0.1:6379/0", 1)
+	if err != nil || url != "redis://127.0.0.1:6379/0" {
+		t.Fatalf("plan without network faults: %v %q", err, url)
+	}
+	env.Close()
 }
 
 // TestNetworkWindowsRecorded: a network fault plan puts a proxy in front of

@@ -1,4 +1,4 @@
-package reports
+package plots
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/idembench/idembench/reports"
 )
 
 // Plot geometry: 10 × 5 inches, PNGs at 110 dpi (1100 × 550 px).
@@ -204,7 +206,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 || (!sparse && (m == 2 || m == 5)) {
-				t.Label = num(v)
+				t.Label = reports.FormatNumber(v)
 			}
 			ticks = append(ticks, t)
 		}
@@ -230,7 +232,7 @@ type linearTicks struct{}
 // Ticks implements plot.Ticker.
 func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(hi > lo) || math.IsInf(hi-lo, 0) {
-		return []plot.Tick{{Value: lo, Label: num(lo)}}
+		return []plot.Tick{{Value: lo, Label: reports.FormatNumber(lo)}}
 	}
 	step := niceCeil((hi - lo) / 10)
 	minors := 5.0
@@ -242,7 +244,7 @@ func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 	for k := math.Ceil(lo/minor - 1e-9); k*minor <= hi+minor*1e-9; k++ {
 		t := plot.Tick{Value: k * minor}
 		if math.Mod(k, minors) == 0 {
-			t.Label = num(t.Value)
+			t.Label = reports.FormatNumber(t.Value)
 		}
 		ticks = append(ticks, t)
 	}
@@ -271,18 +273,18 @@ func niceCeil(x float64) float64 {
 	return 10 * e
 }
 
-var ninesLabels = [MaxNines + 1]string{"0%", "90%", "99%", "99.9%", "99.99%", "99.999%"}
+var ninesLabels = [reports.MaxNines + 1]string{"0%", "90%", "99%", "99.9%", "99.99%", "99.999%"}
 
 // ninesAxis makes ax the percentile axis: linear in Nines, from 0% to
 // 99.999%, labelled in percent.
 func ninesAxis(ax *plot.Axis) {
-	ax.Min, ax.Max = 0, MaxNines
+	ax.Min, ax.Max = 0, reports.MaxNines
 	var ticks plot.ConstantTicks
-	for n := 0; n <= MaxNines; n++ {
+	for n := 0; n <= reports.MaxNines; n++ {
 		ticks = append(ticks, plot.Tick{Value: float64(n), Label: ninesLabels[n]})
-		if n < MaxNines {
+		if n < reports.MaxNines {
 			for _, frac := range []float64{0.5, 0.75} { // 50%, 75% of the next nine
-				ticks = append(ticks, plot.Tick{Value: float64(n) + Nines(frac*100)})
+				ticks = append(ticks, plot.Tick{Value: float64(n) + reports.Nines(frac*100)})
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package reports
+package plots
 
 import (
 	"image/color"
@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/reports"
 )
 
 // outcomeColors gives every outcome the same color in every plot.
@@ -36,7 +37,7 @@ var (
 )
 
 // windowsOf returns the fault windows in seconds since the origin.
-func windowsOf(m *Measurement) [][2]float64 {
+func windowsOf(m *reports.Measurement) [][2]float64 {
 	out := make([][2]float64, len(m.Windows))
 	for i, w := range m.Windows {
 		out[i] = [2]float64{w.StartS, w.EndS}
@@ -46,15 +47,15 @@ func windowsOf(m *Measurement) [][2]float64 {
 
 // latencyFigure is the percentile spectrum: latency (ms, log) against the
 // percentile on the nines axis, overall and per outcome.
-func latencyFigure(m *Measurement) *figure {
+func latencyFigure(m *reports.Measurement) *figure {
 	f := newFigure(runTitle("Latency by percentile", m), "percentile (nines scale)", "latency (ms, log scale)")
 	ninesAxis(&f.p.X)
 	if m.Overall.Measured() == 0 {
 		f.noData("no call returned: no latency to plot")
 		return f
 	}
-	var lines []*Latency
-	for _, o := range Outcomes {
+	var lines []*reports.Latency
+	for _, o := range reports.Outcomes {
 		if m.ByOutcome(o).Measured() > 0 {
 			lines = append(lines, m.ByOutcome(o))
 		}
@@ -70,11 +71,11 @@ func latencyFigure(m *Measurement) *figure {
 	}
 	lo, hi = positiveRange(lo, hi)
 	logAxis(&f.p.Y, lo, hi)
-	overall := f.addLine("all calls ("+count(m.Overall.Measured())+")", spectrumXYs(m.Overall.Spectrum(), lo), black, vg.Points(2.5), false)
+	overall := f.addLine("all calls ("+reports.FormatCount(m.Overall.Measured())+")", spectrumXYs(m.Overall.Spectrum(), lo), black, vg.Points(2.5), false)
 	if len(lines) > 1 {
-		for _, o := range Outcomes {
+		for _, o := range reports.Outcomes {
 			if l := m.ByOutcome(o); l.Measured() > 0 {
-				f.addLine(o.String()+" ("+count(l.Measured())+")", spectrumXYs(l.Spectrum(), lo), outcomeColors[o], vg.Points(1.5), false)
+				f.addLine(o.String()+" ("+reports.FormatCount(l.Measured())+")", spectrumXYs(l.Spectrum(), lo), outcomeColors[o], vg.Points(1.5), false)
 			}
 		}
 		if overall != nil {
@@ -86,13 +87,13 @@ func latencyFigure(m *Measurement) *figure {
 
 // spectrumXYs maps a spectrum onto the nines axis, raising values below
 // floor to it (a log axis cannot show 0).
-func spectrumXYs(sp []SpectrumPoint, floor float64) plotter.XYs {
+func spectrumXYs(sp []reports.SpectrumPoint, floor float64) plotter.XYs {
 	xys := make(plotter.XYs, 0, len(sp))
 	for _, p := range sp {
 		if p.Percentile >= 100 {
 			continue
 		}
-		xys = append(xys, plotter.XY{X: Nines(p.Percentile), Y: max(p.Ms, floor)})
+		xys = append(xys, plotter.XY{X: reports.Nines(p.Percentile), Y: max(p.Ms, floor)})
 	}
 	return xys
 }
@@ -111,7 +112,7 @@ func positiveRange(lo, hi float64) (float64, float64) {
 
 // throughputFigure plots completed calls and errors per second over time,
 // with the fault windows shaded.
-func throughputFigure(m *Measurement) *figure {
+func throughputFigure(m *reports.Measurement) *figure {
 	f := newFigure(runTitle("Throughput over time", m), "time since start (s)", "calls per second (ops/s)")
 	tl := &m.Timeline
 	if tl.Len() == 0 {
@@ -119,19 +120,19 @@ func throughputFigure(m *Measurement) *figure {
 		return f
 	}
 	f.addFaults(windowsOf(m))
-	f.addDrain(m.TrafficEndS, m.spanS())
-	completed, errors := rateXYs(tl.Completed, tl.Bucket.Seconds(), m.spanS()), rateXYs(tl.Errors, tl.Bucket.Seconds(), m.spanS())
+	f.addDrain(m.TrafficEndS, spanS(m))
+	completed, errors := rateXYs(tl.Completed, tl.Bucket.Seconds(), spanS(m)), rateXYs(tl.Errors, tl.Bucket.Seconds(), spanS(m))
 	zeroBasedAxis(&f.p.Y, maxY(completed))
-	f.p.X.Min, f.p.X.Max = 0, m.spanS()
+	f.p.X.Min, f.p.X.Max = 0, spanS(m)
 	f.addSteps("completed", completed, tl.Bucket.Seconds(), p50Blue, vg.Points(1.8), false)
 	f.addSteps("errors", errors, tl.Bucket.Seconds(), errorRed, vg.Points(1.5), false)
-	f.p.X.Min, f.p.X.Max = 0, m.spanS()
+	f.p.X.Min, f.p.X.Max = 0, spanS(m)
 	return f
 }
 
 // spanS is the length of the timeline in seconds: from the origin to the
 // end of the last call or fault.
-func (m *Measurement) spanS() float64 { return m.Timeline.Span.Seconds() }
+func spanS(m *reports.Measurement) float64 { return m.Timeline.Span.Seconds() }
 
 // rateXYs turns per-bucket counts into per-second rates at bucket
 // midpoints, dropping a last bucket that covers less than half its width
@@ -150,7 +151,7 @@ func rateXYs(counts []int, bucketS, spanS float64) plotter.XYs {
 
 // latencyOverTimeFigure plots a sample of individual latencies and the
 // per-bucket p50, p99 and max against the time each call started.
-func latencyOverTimeFigure(m *Measurement) *figure {
+func latencyOverTimeFigure(m *reports.Measurement) *figure {
 	f := newFigure(runTitle("Latency over time", m), "time since start (s)", "latency (ms, log scale)")
 	tl := &m.Timeline
 	if m.Overall.Measured() == 0 {
@@ -171,9 +172,9 @@ func latencyOverTimeFigure(m *Measurement) *figure {
 	}
 	lo, hi = positiveRange(lo, hi)
 	logAxis(&f.p.Y, lo, hi)
-	f.p.X.Min, f.p.X.Max = 0, m.spanS()
+	f.p.X.Min, f.p.X.Max = 0, spanS(m)
 	f.addFaults(windowsOf(m))
-	f.addDrain(m.TrafficEndS, m.spanS())
+	f.addDrain(m.TrafficEndS, spanS(m))
 
 	dots := make(plotter.XYs, len(m.Scatter))
 	for i, p := range m.Scatter {
@@ -183,18 +184,18 @@ func latencyOverTimeFigure(m *Measurement) *figure {
 		if sc, err := plotter.NewScatter(dots); err == nil {
 			sc.GlyphStyle = draw.GlyphStyle{Color: dotGray, Radius: vg.Points(1), Shape: draw.CircleGlyph{}}
 			f.p.Add(sc)
-			f.legend.Add("sampled calls ("+count(len(dots))+")", dotThumb{})
+			f.legend.Add("sampled calls ("+reports.FormatCount(len(dots))+")", dotThumb{})
 		}
 	}
 	f.addSteps("p50 per "+bucketName(tl), bucketXYs(tl, tl.P50, lo), tl.Bucket.Seconds(), p50Blue, vg.Points(1.5), false)
 	f.addSteps("p99 per "+bucketName(tl), bucketXYs(tl, tl.P99, lo), tl.Bucket.Seconds(), p99Amber, vg.Points(1.5), false)
 	f.addSteps("max per "+bucketName(tl), bucketXYs(tl, tl.Max, lo), tl.Bucket.Seconds(), errorRed, vg.Points(1), true)
-	f.p.X.Min, f.p.X.Max = 0, m.spanS()
+	f.p.X.Min, f.p.X.Max = 0, spanS(m)
 	return f
 }
 
 // runTitle appends the run's scenario, backend and seed to a plot title.
-func runTitle(title string, m *Measurement) string {
+func runTitle(title string, m *reports.Measurement) string {
 	hd := &m.Header
 	var parts []string
 	for _, p := range []string{hd.Scenario, hd.Backend} {
@@ -231,16 +232,16 @@ func maxY(xys plotter.XYs) float64 {
 }
 
 // bucketName returns "s" for one-second buckets, else "5 s".
-func bucketName(tl *Timeline) string {
+func bucketName(tl *reports.Timeline) string {
 	if s := tl.Bucket.Seconds(); s != 1 {
-		return num(s) + " s"
+		return reports.FormatNumber(s) + " s"
 	}
 	return "s"
 }
 
 // bucketXYs returns the per-bucket values at bucket midpoints, skipping
 // buckets without measured calls.
-func bucketXYs(tl *Timeline, vals []time.Duration, floor float64) plotter.XYs {
+func bucketXYs(tl *reports.Timeline, vals []time.Duration, floor float64) plotter.XYs {
 	w := tl.Bucket.Seconds()
 	var xys plotter.XYs
 	for i, d := range vals {

@@ -1,4 +1,4 @@
-package reports
+package plots
 
 import (
 	"image/color"

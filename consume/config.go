@@ -1,6 +1,7 @@
 package consume
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -254,4 +255,15 @@ func setDefault[T int | time.Duration](p *T, d T) {
 	if *p <= 0 {
 		*p = d
 	}
+}
+
+// brokerErr is the error of a broker that could not be opened: ctx's own
+// error when the run was cancelled meanwhile (an interrupt while dialling
+// is an interrupt, not an unavailable broker), else err wrapped in
+// ErrBroker.
+func brokerErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return fmt.Errorf("%w: %v", ErrBroker, err)
 }

@@ -59,7 +59,7 @@ func newNATS(ctx context.Context, cfg *Config, run string, owner bool) (*natsBro
 	if owner && cfg.Faults.ServerRestart {
 		srv, err := startNATSServer(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBroker, err)
+			return nil, brokerErr(ctx, err)
 		}
 		b.srv, url = srv, srv.url()
 	}
@@ -68,7 +68,7 @@ func newNATS(ctx context.Context, cfg *Config, run string, owner bool) (*natsBro
 		nats.ReconnectHandler(func(*nats.Conn) { b.reconnected() }))
 	if err != nil {
 		_ = b.close(ctx)
-		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
+		return nil, brokerErr(ctx, err)
 	}
 	b.nc = nc
 	if b.js, err = jetstream.New(nc); err == nil && owner {
@@ -76,7 +76,7 @@ func newNATS(ctx context.Context, cfg *Config, run string, owner bool) (*natsBro
 	}
 	if err != nil {
 		_ = b.close(ctx)
-		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
+		return nil, brokerErr(ctx, err)
 	}
 	return b, nil
 }

@@ -34,7 +34,7 @@ func newRabbit(ctx context.Context, cfg *Config, run string, owner bool) (*rabbi
 	r := &rabbit{cfg: cfg, owner: owner, queue: "idembench.consume." + run, dlq: "idembench.consume." + run + ".dlq"}
 	var err error
 	if r.subConn, err = amqp.Dial(cfg.URL); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
+		return nil, brokerErr(ctx, err)
 	}
 	r.watch(r.subConn, "consumers'")
 	if !owner {
@@ -42,12 +42,12 @@ func newRabbit(ctx context.Context, cfg *Config, run string, owner bool) (*rabbi
 	}
 	if r.pubConn, err = amqp.Dial(cfg.URL); err != nil {
 		r.subConn.Close()
-		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
+		return nil, brokerErr(ctx, err)
 	}
 	r.watch(r.pubConn, "publisher's")
 	if err := r.setup(); err != nil {
 		_ = r.close(ctx)
-		return nil, fmt.Errorf("%w: %v", ErrBroker, err)
+		return nil, brokerErr(ctx, err)
 	}
 	return r, nil
 }

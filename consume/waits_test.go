@@ -79,7 +79,9 @@ func TestWaitsHonourTheRun(t *testing.T) {
 					if after := time.Since(cancelled); after > 2*time.Second {
 						t.Errorf("Run returned %s after the cancel, want within 2 s", after)
 					}
-					if res == nil || res.History == nil || len(res.History.Ops) == 0 {
+					// The history so far: on a loaded machine worker
+					// processes may not have had a delivery by the cancel.
+					if res == nil || res.History == nil || res.Stats.Deliveries > 0 && len(res.History.Ops) == 0 {
 						t.Fatalf("cancelled run: no history so far (%+v)", res)
 					}
 					if res.Report.Verdict != "" {

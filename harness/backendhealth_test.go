@@ -61,7 +61,14 @@ func TestBackendDiesOutsideThePlan(t *testing.T) {
 				sp.Faults = &backendfault.Plan{Server: r, RestartLabel: "restart redis", Faults: []chaos.Fault{{Kind: history.FaultRestart, Start: 200 * time.Millisecond}}}
 			}
 			var pid atomic.Int64
+			first := r.PID()
 			killer := time.AfterFunc(700*time.Millisecond, func() {
+				// With a plan, the kill must come after its planned restart
+				// (at 200ms, slower on a loaded machine), or it meets the
+				// server the plan is restarting anyway: wait for the new one.
+				for deadline := time.Now().Add(5 * time.Second); c.planned && (r.PID() == first || r.PID() <= 0) && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
 				pid.Store(int64(r.PID()))
 				_ = syscall.Kill(r.PID(), c.sig)
 			})

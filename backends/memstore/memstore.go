@@ -55,6 +55,7 @@ type Store struct {
 // idem.CorruptLister or idem.CorruptPurger: see admin.go).
 var (
 	_ idem.Store        = (*Store)(nil)
+	_ idem.PolicyStore  = (*Store)(nil)
 	_ idem.Sweeper      = (*Store)(nil)
 	_ idem.Waiter       = (*Store)(nil)
 	_ idem.BatchStore   = (*Store)(nil)
@@ -80,6 +81,7 @@ type shard struct {
 type entry struct {
 	status    idem.Status
 	fp        idem.Fingerprint
+	policy    string // fingerprint policy id
 	token     idem.Token
 	leaseExp  time.Time
 	expires   time.Time
@@ -154,7 +156,7 @@ func (sh *shard) live(key string, now time.Time) *entry {
 }
 
 func (e *entry) record(key string) (*idem.Record, error) {
-	r := &idem.Record{Key: key, Status: e.status, Fingerprint: e.fp, Token: e.token, ExpiresAt: e.expires}
+	r := &idem.Record{Key: key, Status: e.status, Fingerprint: e.fp, FingerprintPolicy: e.policy, Token: e.token, ExpiresAt: e.expires}
 	if e.status == idem.StatusInProgress {
 		r.LeaseExpiry = e.leaseExp
 	}
@@ -178,11 +180,25 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return s.acquireLocked(sh, key, fp, leaseTTL, s.clock.Now())
+	return s.acquireLocked(sh, key, fp, "", leaseTTL, s.clock.Now())
+}
+
+// AcquirePolicy implements idem.PolicyStore.
+func (s *Store) AcquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := idem.ValidatePolicy(policy); err != nil {
+		return nil, nil, err
+	}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return s.acquireLocked(sh, key, fp, policy, leaseTTL, s.clock.Now())
 }
 
 // acquireLocked is Acquire with sh's lock held.
-func (s *Store) acquireLocked(sh *shard, key string, fp idem.Fingerprint, leaseTTL time.Duration, now time.Time) (*idem.Lease, *idem.Record, error) {
+func (s *Store) acquireLocked(sh *shard, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration, now time.Time) (*idem.Lease, *idem.Record, error) {
 	e := sh.live(key, now)
 	var prev idem.Token
 	if e != nil {
@@ -194,11 +210,12 @@ func (s *Store) acquireLocked(sh *shard, key string, fp idem.Fingerprint, leaseT
 			return nil, rec, nil
 		}
 		prev = e.token
+		policy = e.policy // a take-over keeps the record's policy id
 	}
 	tok := idem.Token(s.tokens.Add(1))
 	exp := now.Add(leaseTTL)
-	n := &entry{status: idem.StatusInProgress, fp: fp, token: tok, leaseExp: exp, expires: exp.Add(s.grace),
-		lease: idem.Lease{Key: key, Token: tok, Fingerprint: fp, PrevToken: prev, Expiry: exp}}
+	n := &entry{status: idem.StatusInProgress, fp: fp, policy: policy, token: tok, leaseExp: exp, expires: exp.Add(s.grace),
+		lease: idem.Lease{Key: key, Token: tok, Fingerprint: fp, FingerprintPolicy: policy, PrevToken: prev, Expiry: exp}}
 	sh.entries[key] = n
 	if prev != 0 {
 		sh.notify(key)

@@ -54,14 +54,15 @@ type Store struct {
 // Every capability the store has, in one place (the memory store has no
 // idem.CorruptLister or idem.CorruptPurger: see admin.go).
 var (
-	_ idem.Store        = (*Store)(nil)
-	_ idem.PolicyStore  = (*Store)(nil)
-	_ idem.Sweeper      = (*Store)(nil)
-	_ idem.Waiter       = (*Store)(nil)
-	_ idem.BatchStore   = (*Store)(nil)
-	_ idem.Lister       = (*Store)(nil)
-	_ idem.PrefixLister = (*Store)(nil)
-	_ idem.Statter      = (*Store)(nil)
+	_ idem.Store           = (*Store)(nil)
+	_ idem.PolicyStore     = (*Store)(nil)
+	_ idem.Sweeper         = (*Store)(nil)
+	_ idem.Waiter          = (*Store)(nil)
+	_ idem.BatchStore      = (*Store)(nil)
+	_ idem.Lister          = (*Store)(nil)
+	_ idem.UncertainLister = (*Store)(nil)
+	_ idem.PrefixLister    = (*Store)(nil)
+	_ idem.Statter         = (*Store)(nil)
 )
 
 type shard struct {

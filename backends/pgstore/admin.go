@@ -71,6 +71,21 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 	return out, nil
 }
 
+// ListUncertain implements idem.UncertainLister: it reads the present rows
+// whose key starts with prefix (an operator's query) and keeps the
+// uncertain ones that decode.
+func (s *Store) ListUncertain(ctx context.Context, prefix string, limit int) ([]*idem.Record, error) {
+	limit = idem.ListLimit(limit)
+	var out []*idem.Record
+	err := s.eachPresentRow(ctx, "list", prefix, func(_ string, rec *idem.Record, err error, _ time.Time) bool {
+		if err == nil && rec.Status == idem.StatusUncertain {
+			out = append(out, rec)
+		}
+		return len(out) < limit
+	})
+	return out, err
+}
+
 // Stats implements idem.Statter. It reads every present row and decodes it
 // as Get does, so a row counts as corrupt exactly when Get returns
 // idem.ErrCorruptRecord for its key, and only rows that decode count per

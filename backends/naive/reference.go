@@ -20,7 +20,10 @@ import (
 // implements no optional interface but idem.Sweeper and idem.PolicyStore
 // (it keeps the fingerprint policy id with a record; no idem.Lister, no
 // idem.BatchStore, no idem.Waiter), so a wrapper's overrides are the only
-// path the engine takes (see idem.Store on optional interfaces). It is
+// path the engine takes (see idem.Store on optional interfaces), except
+// that a claim naming a fingerprint policy (Engine.DoClaim) goes through
+// AcquirePolicy: a variant that replaces Acquire replaces AcquirePolicy
+// too, or embeds idem.Store to hide it. It is
 // not a production store: memory only, one lock, nothing kept across
 // restarts; backends/memstore is the reference engine's memory store.
 type Reference struct {

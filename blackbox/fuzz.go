@@ -69,6 +69,24 @@ type FingerprintRules struct {
 	// makes another request, which must get 422. Or QueryIgnored: the
 	// fuzzer adds none.
 	Query string
+	// Excluded lists the members of a JSON body the fingerprint leaves out
+	// (a subset policy), as JSON pointers (RFC 6901: "/meta",
+	// "/client_ref"): a request that differs only under one of them is
+	// the same request (the fuzzer sends "excluded member changed" and
+	// expects a replay), and the fuzzer's different variants never change
+	// them. Nil means the whole body counts.
+	Excluded []string
+}
+
+// excludes reports whether the body member at pointer path (as
+// jsonNode.leaves writes it) is left out of the fingerprint.
+func (f *FingerprintRules) excludes(path string) bool {
+	for _, p := range f.Excluded {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *FingerprintRules) validate() error {
@@ -88,6 +106,14 @@ func (f *FingerprintRules) validate() error {
 			return fmt.Errorf("fingerprint.%s: unknown %q (want %s or %s)", c.field, *c.v, c.allow[0], c.allow[1])
 		}
 	}
+	for _, p := range f.Excluded {
+		if !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("fingerprint.excluded: %q is not a JSON pointer to a member (it must start with /)", p)
+		}
+	}
+	if len(f.Excluded) > 0 && f.JSON == FingerprintRaw {
+		return fmt.Errorf("fingerprint.excluded: a raw fingerprint (json: raw) leaves no member out")
+	}
 	return nil
 }
 
@@ -106,8 +132,9 @@ const (
 type FuzzCase struct {
 	Key string `json:"key"`
 	// Variant names the change: "members reordered", "whitespace
-	// changed", "number forms", "field changed", "type changed" (a number
-	// or boolean sent as a string), "query parameter added", "body
+	// changed", "number forms", "excluded member changed" (under a pointer
+	// of FingerprintRules.Excluded), "field changed", "type changed" (a
+	// number or boolean sent as a string), "query parameter added", "body
 	// changed" (a body that is not JSON).
 	Variant string `json:"variant"`
 	// Same is true for a variant that is the same request (the first
@@ -138,8 +165,21 @@ type fuzzVariant struct {
 // fuzzInput is the original request of a key, with its body parsed when it
 // is JSON.
 type fuzzInput struct {
-	r    request
-	node *jsonNode // nil when the body is not JSON
+	r     request
+	node  *jsonNode // nil when the body is not JSON
+	rules *FingerprintRules
+}
+
+// counted returns the indexes of leaves whose paths the fingerprint
+// counts (excluded: false) or leaves out (true).
+func (in *fuzzInput) counted(paths []string, excluded bool) []int {
+	var out []int
+	for i, p := range paths {
+		if in.rules.excludes(p) == excluded {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 var fuzzVariants = []fuzzVariant{
@@ -170,16 +210,31 @@ var fuzzVariants = []fuzzVariant{
 		}
 		return n.text(compactStyle), in.r.path, "", true
 	}},
+	{name: "excluded member changed", same: true, make: func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
+		if in.node == nil {
+			return nil, "", "", false
+		}
+		n := in.node.clone()
+		leaves, paths := n.leaves()
+		out := in.counted(paths, true)
+		if len(out) == 0 {
+			return nil, "", "", false
+		}
+		i := out[rng.IntN(len(out))]
+		leaves[i].change()
+		return n.text(compactStyle), in.r.path, paths[i], true
+	}},
 	{name: "field changed", make: func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
 		if in.node == nil {
 			return nil, "", "", false
 		}
 		n := in.node.clone()
 		leaves, paths := n.leaves()
-		if len(leaves) == 0 {
+		counted := in.counted(paths, false)
+		if len(counted) == 0 {
 			return nil, "", "", false
 		}
-		i := rng.IntN(len(leaves))
+		i := counted[rng.IntN(len(counted))]
 		leaves[i].change()
 		return n.text(compactStyle), in.r.path, paths[i], true
 	}},
@@ -190,8 +245,8 @@ var fuzzVariants = []fuzzVariant{
 		n := in.node.clone()
 		leaves, paths := n.leaves()
 		var typed []int
-		for i, l := range leaves {
-			if l.kind == '0' || l.kind == 't' || l.kind == 'f' {
+		for _, i := range in.counted(paths, false) {
+			if l := leaves[i]; l.kind == '0' || l.kind == 't' || l.kind == 'f' {
 				typed = append(typed, i)
 			}
 		}
@@ -224,6 +279,8 @@ func (f *FingerprintRules) applies(v *fuzzVariant) bool {
 		return f.JSON != FingerprintRaw
 	case "number forms":
 		return f.Numbers == NumbersValue
+	case "excluded member changed":
+		return len(f.Excluded) > 0
 	case "query parameter added":
 		return f.Query != QueryIgnored
 	}
@@ -279,7 +336,7 @@ func (p *prober) fuzzFingerprint(ctx context.Context, n int) []FuzzCase {
 		if err != nil {
 			continue // Validate rendered the templates already
 		}
-		in := &fuzzInput{r: r}
+		in := &fuzzInput{r: r, rules: rules}
 		in.node, _ = parseJSON(r.body)
 		same := i%2 == 0
 		type made struct {

@@ -264,7 +264,7 @@ func (n *jsonNode) leaves() (nodes []*jsonNode, paths []string) {
 		switch x.kind {
 		case '{':
 			for _, m := range x.members {
-				visit(m.value, path+"/"+m.name)
+				visit(m.value, path+"/"+strings.ReplaceAll(strings.ReplaceAll(m.name, "~", "~0"), "/", "~1"))
 			}
 		case '[':
 			for i, e := range x.elems {

@@ -73,6 +73,8 @@ type fingerprintYAML struct {
 	JSON    string `yaml:"json"`
 	Numbers string `yaml:"numbers"`
 	Query   string `yaml:"query"`
+	// Excluded lists JSON pointers the fingerprint leaves out.
+	Excluded []string `yaml:"excluded"`
 }
 
 // duration is a YAML duration: "250ms", "2s" or 0, never negative.

@@ -168,3 +168,13 @@ var (
 	// digest the caller saw.
 	ErrRecordChanged = errors.New("idem: record changed since it was read")
 )
+
+// UncertainLister is implemented by stores that list their uncertain
+// records, for an operator to resolve (idemctl list --uncertain).
+type UncertainLister interface {
+	// ListUncertain returns up to limit uncertain records whose stored key
+	// starts with prefix ("" for every key), in no particular order.
+	// limit ≤ 0 means DefaultListLimit. Records that do not decode are
+	// skipped, as ListStuck skips them; Get reports them.
+	ListUncertain(ctx context.Context, prefix string, limit int) ([]*Record, error)
+}

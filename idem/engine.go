@@ -150,10 +150,19 @@ func (e *Engine) DoScoped(ctx context.Context, scope, key string, fp Fingerprint
 	if err != nil {
 		return Result{}, err
 	}
-	var deadline time.Time
+	return e.doClaim(ctx, k, key, Claim{Fingerprint: fp}, fn)
+}
+
+// doClaim is DoClaim on storage key k, the caller's key.
+func (e *Engine) doClaim(ctx context.Context, k, key string, c Claim, fn Func) (Result, error) {
+	fp, policy := c.Fingerprint, c.Policy
+	var (
+		deadline time.Time
+		switches int // claims again under another policy: bounded, each needs the record to change
+	)
 	for {
 		t0 := e.now()
-		lease, rec, err := e.ops.Acquire(ctx, k, fp, e.cfg.leaseTTL)
+		lease, rec, err := e.acquire(ctx, k, fp, policy)
 		tm := timing{mark: e.now()}
 		tm.claim = tm.mark.Sub(t0)
 		if err != nil {
@@ -163,6 +172,22 @@ func (e *Engine) DoScoped(ctx context.Context, scope, key string, fp Fingerprint
 		e.observeClaim(ctx, k, fp, lease, rec, nil, tm)
 		if lease != nil {
 			return e.execute(ctx, lease, fn, tm)
+		}
+		if rec.Fingerprint != fp {
+			// The record may be this request under another policy (or,
+			// after a switch, a new record under the claim's own).
+			again, perr := false, error(nil)
+			if rec.Fingerprint == c.Fingerprint {
+				fp, policy = c.Fingerprint, c.Policy
+			} else if again, perr = underStoredPolicy(key, &c, rec); perr != nil {
+				return Result{}, perr
+			} else if again {
+				fp, policy = rec.Fingerprint, rec.FingerprintPolicy
+			}
+			if fp == rec.Fingerprint && rec.Status == StatusInProgress && switches < maxPolicySwitches {
+				switches++
+				continue // claim again: an expired lease is taken over under the record's policy
+			}
 		}
 		if res, final, err := answer(key, fp, rec); final {
 			return res, err

@@ -12,6 +12,9 @@ type Lease struct {
 	Key         string
 	Token       Token
 	Fingerprint Fingerprint
+	// FingerprintPolicy is the id of the policy Fingerprint was computed
+	// under, as the record keeps it (Record.FingerprintPolicy).
+	FingerprintPolicy string
 	// PrevToken is the token of the previous holder when this lease took over
 	// an expired one (that holder crashed or stalled), zero otherwise. A
 	// non-zero PrevToken means the previous execution may have run its side

@@ -73,6 +73,11 @@ type Record struct {
 	Key         string
 	Status      Status
 	Fingerprint Fingerprint
+	// FingerprintPolicy is the id of the fingerprint policy Fingerprint
+	// was computed under (Claim.Policy), as a PolicyStore keeps it; empty
+	// when not named, for records stored before ids were kept and on
+	// stores that keep none.
+	FingerprintPolicy string
 	// Token is the fencing token of the execution that owns (or owned) the
 	// record.
 	Token Token
@@ -102,6 +107,9 @@ func (r *Record) Validate() error {
 	}
 	if r.Token > MaxToken {
 		return bad("fencing token %d is above MaxToken", r.Token)
+	}
+	if err := ValidatePolicy(r.FingerprintPolicy); err != nil {
+		return bad("%v", err)
 	}
 	switch r.Status {
 	case StatusInProgress:

@@ -32,7 +32,18 @@ var errAcquireChurn = errors.New("record changed concurrently on every attempt")
 // that does not decode returns an error wrapping idem.ErrCorruptRecord and
 // is never claimed.
 func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	return s.AcquirePolicy(ctx, key, fp, "", leaseTTL)
+}
+
+// AcquirePolicy is Acquire for a request fingerprinted under policy
+// (idem.PolicyStore): a new item keeps it in its fpp attribute (none for
+// ""), a take-over keeps the item's. A policy that breaks
+// idem.ValidatePolicy is refused before DynamoDB is asked.
+func (s *Store) AcquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
 	if err := idem.ValidateKey(key); err != nil {
+		return nil, nil, fmt.Errorf("dynamostore: acquire: %w", err)
+	}
+	if err := idem.ValidatePolicy(policy); err != nil {
 		return nil, nil, fmt.Errorf("dynamostore: acquire: %w", err)
 	}
 	if leaseTTL <= 0 {
@@ -52,18 +63,20 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 			return nil, nil, err
 		}
 		var prev idem.Token
+		pol := policy
 		if !d.absent {
 			rec := d.rec
 			if rec.Status != idem.StatusInProgress || rec.LeaseLive(now) || rec.Fingerprint != fp {
 				return nil, rec, nil
 			}
 			prev = rec.Token // an expired lease of the same request: take-over
+			pol = rec.FingerprintPolicy
 		}
 		tok, err := s.nextToken(ctx, key, d.tok)
 		if err != nil {
 			return nil, nil, err
 		}
-		l, won, err := s.claim(ctx, key, fp, leaseTTL, tok, prev, item)
+		l, won, err := s.claim(ctx, key, fp, pol, leaseTTL, tok, prev, item)
 		if err != nil || l != nil {
 			return l, nil, err
 		}
@@ -93,7 +106,7 @@ func (s *Store) read(ctx context.Context, key string) (map[string]types.Attribut
 // condition that the item is still as read (seen; nil for none). It
 // returns the lease, or the item that won the race (nil when the server
 // did not send it back, so it is read again).
-func (s *Store) claim(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration, tok, prev idem.Token, seen map[string]types.AttributeValue) (*idem.Lease, map[string]types.AttributeValue, error) {
+func (s *Store) claim(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration, tok, prev idem.Token, seen map[string]types.AttributeValue) (*idem.Lease, map[string]types.AttributeValue, error) {
 	now := s.clock.Now()
 	lx := now.Add(leaseTTL)
 	ex := lx.Add(s.opts.TakeoverGrace)
@@ -106,6 +119,10 @@ func (s *Store) claim(ctx context.Context, key string, fp idem.Fingerprint, leas
 		attrExpires: msAV(ex),
 		attrTTL:     ttlAV(ex),
 	}
+	if policy != "" {
+		item[attrPolicy] = strAV(policy)
+	}
+	lease := &idem.Lease{Key: key, Token: tok, Fingerprint: fp, FingerprintPolicy: policy, PrevToken: prev, Expiry: lx}
 	cond, names, values := unchanged(seen)
 	out, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.opts.Table),
@@ -126,7 +143,7 @@ func (s *Store) claim(ctx context.Context, key string, fp idem.Fingerprint, leas
 			}
 		}
 		if mine(won, tok) { // a retried request that had been applied
-			return &idem.Lease{Key: key, Token: tok, Fingerprint: fp, PrevToken: prev, Expiry: lx}, nil, nil
+			return lease, nil, nil
 		}
 		return nil, won, nil
 	}
@@ -134,7 +151,7 @@ func (s *Store) claim(ctx context.Context, key string, fp idem.Fingerprint, leas
 		return nil, nil, backendError("acquire", err, true)
 	}
 	s.usage.consumed(out.ConsumedCapacity)
-	return &idem.Lease{Key: key, Token: tok, Fingerprint: fp, PrevToken: prev, Expiry: lx}, nil, nil
+	return lease, nil, nil
 }
 
 // mine reports whether item is an in-progress record with token tok: a
@@ -147,7 +164,7 @@ func mine(item map[string]types.AttributeValue, tok idem.Token) bool {
 
 // unchanged is the condition "the item is exactly as seen": no item when
 // seen is nil; otherwise every attribute the decoder reads (st, fp, tok,
-// lx, ex) equal to what was seen, or still missing, and a response still
+// lx, ex, fpp) equal to what was seen, or still missing, and a response still
 // missing if none was seen. A record the decoder judged claimable is so
 // again when the condition holds.
 func unchanged(seen map[string]types.AttributeValue) (string, map[string]string, map[string]types.AttributeValue) {
@@ -157,7 +174,7 @@ func unchanged(seen map[string]types.AttributeValue) (string, map[string]string,
 	names := map[string]string{}
 	values := map[string]types.AttributeValue{}
 	cond := ""
-	for i, a := range []string{attrStatus, attrFP, attrToken, attrLease, attrExpires, attrResp} {
+	for i, a := range []string{attrStatus, attrFP, attrToken, attrLease, attrExpires, attrResp, attrPolicy} {
 		n := "#a" + strconv.Itoa(i)
 		names[n] = a
 		if cond != "" {

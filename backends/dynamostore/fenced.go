@@ -127,6 +127,9 @@ func (s *Store) finish(ctx context.Context, op string, l *idem.Lease, st idem.St
 		attrPK: strAV(recordPK(l.Key)), attrStatus: strAV(st.String()), attrFP: binAV(l.Fingerprint[:]),
 		attrToken: tokAV(l.Token), attrExpires: msAV(ex), attrTTL: ttlAV(ex), attrResp: binAV(body),
 	}
+	if l.FingerprintPolicy != "" {
+		final[attrPolicy] = strAV(l.FingerprintPolicy)
+	}
 	if size := itemSize(final); size > MaxItemSize {
 		return fmt.Errorf("dynamostore: %s %q: item of %d bytes, limit %d (response %d bytes): %w (%w)",
 			op, l.Key, size, MaxItemSize, resp.Size(), ErrItemTooLarge, idem.ErrResponseTooLarge)

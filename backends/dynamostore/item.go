@@ -22,6 +22,7 @@ const (
 	attrExpires = "ex"
 	attrResp    = "resp"
 	attrTTL     = "ttl"
+	attrPolicy  = "fpp" // fingerprint policy id; absent: not named
 	attrCounter = "n"
 )
 
@@ -58,6 +59,7 @@ type decoded struct {
 //   - st: "in_progress", "completed" or "failed";
 //   - fp: binary, exactly 32 bytes;
 //   - tok: an integer in [1, idem.MaxToken];
+//   - fpp: absent, or a string idem.ValidatePolicy accepts;
 //   - in progress: lx a number like ex, and no resp;
 //   - completed or failed: no lx, and resp binary that idem.DecodeResponse
 //     accepts;
@@ -98,6 +100,13 @@ func decodeItem(key string, item map[string]types.AttributeValue, now time.Time)
 		return d, corrupt("fingerprint attribute %s missing, not binary or not %d bytes", attrFP, len(rec.Fingerprint))
 	}
 	copy(rec.Fingerprint[:], fpAV.Value)
+	if av, ok := item[attrPolicy]; ok {
+		p, ok := av.(*types.AttributeValueMemberS)
+		if !ok {
+			return d, corrupt("policy attribute %s not a string", attrPolicy)
+		}
+		rec.FingerprintPolicy = p.Value // checked by Validate
+	}
 	if d.tok == 0 {
 		return d, corrupt("token attribute %s missing or not an integer in [1, %d]", attrToken, idem.MaxToken)
 	}

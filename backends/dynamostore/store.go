@@ -69,7 +69,10 @@ type Store struct {
 	usage usage
 }
 
-var _ idem.Store = (*Store)(nil)
+var (
+	_ idem.Store       = (*Store)(nil)
+	_ idem.PolicyStore = (*Store)(nil)
+)
 
 // New returns a Store on opts.Table through api. It does not touch the
 // table: call CreateTable once (or create it yourself, see the package

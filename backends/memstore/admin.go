@@ -42,6 +42,28 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 	return out, err
 }
 
+// ListUncertain implements idem.UncertainLister. It locks one shard at a
+// time.
+func (s *Store) ListUncertain(ctx context.Context, prefix string, limit int) ([]*idem.Record, error) {
+	limit = idem.ListLimit(limit)
+	var out []*idem.Record
+	err := s.eachShard(ctx, func(sh *shard, now time.Time) bool {
+		for k, e := range sh.entries {
+			if len(out) == limit {
+				break
+			}
+			if !strings.HasPrefix(k, prefix) || e.status != idem.StatusUncertain || !now.Before(e.expires) {
+				continue
+			}
+			if rec, err := e.record(k); err == nil {
+				out = append(out, rec)
+			}
+		}
+		return len(out) < limit
+	})
+	return out, err
+}
+
 // Stats implements idem.Statter. Bytes counts keys and stored responses
 // (body and header names and values), not the map's own overhead.
 func (s *Store) Stats(ctx context.Context) (idem.StoreStats, error) {

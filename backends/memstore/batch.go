@@ -21,7 +21,7 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 	s.byShard(len(reqs), func(i int) string { return reqs[i].Key }, func(sh *shard, idx []int, now time.Time) {
 		for _, i := range idx {
 			r := &out[i]
-			r.Lease, r.Record, r.Err = s.acquireLocked(sh, reqs[i].Key, reqs[i].Fingerprint, leaseTTL, now)
+			r.Lease, r.Record, r.Err = s.acquireLocked(sh, reqs[i].Key, reqs[i].Fingerprint, "", leaseTTL, now)
 		}
 	})
 	return out

@@ -54,13 +54,15 @@ type Store struct {
 // Every capability the store has, in one place (the memory store has no
 // idem.CorruptLister or idem.CorruptPurger: see admin.go).
 var (
-	_ idem.Store        = (*Store)(nil)
-	_ idem.Sweeper      = (*Store)(nil)
-	_ idem.Waiter       = (*Store)(nil)
-	_ idem.BatchStore   = (*Store)(nil)
-	_ idem.Lister       = (*Store)(nil)
-	_ idem.PrefixLister = (*Store)(nil)
-	_ idem.Statter      = (*Store)(nil)
+	_ idem.Store           = (*Store)(nil)
+	_ idem.PolicyStore     = (*Store)(nil)
+	_ idem.Sweeper         = (*Store)(nil)
+	_ idem.Waiter          = (*Store)(nil)
+	_ idem.BatchStore      = (*Store)(nil)
+	_ idem.Lister          = (*Store)(nil)
+	_ idem.UncertainLister = (*Store)(nil)
+	_ idem.PrefixLister    = (*Store)(nil)
+	_ idem.Statter         = (*Store)(nil)
 )
 
 type shard struct {
@@ -84,6 +86,7 @@ type shard struct {
 type entry struct {
 	status    idem.Status
 	fp        idem.Fingerprint
+	policy    string // fingerprint policy id
 	token     idem.Token
 	leaseExp  time.Time
 	expires   time.Time
@@ -165,7 +168,7 @@ func (sh *shard) remove(key string) {
 }
 
 func (e *entry) record(key string) (*idem.Record, error) {
-	r := &idem.Record{Key: key, Status: e.status, Fingerprint: e.fp, Token: e.token, ExpiresAt: e.expires}
+	r := &idem.Record{Key: key, Status: e.status, Fingerprint: e.fp, FingerprintPolicy: e.policy, Token: e.token, ExpiresAt: e.expires}
 	if e.status == idem.StatusInProgress {
 		r.LeaseExpiry = e.leaseExp
 	}
@@ -189,11 +192,25 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return s.acquireLocked(sh, key, fp, leaseTTL, s.clock.Now())
+	return s.acquireLocked(sh, key, fp, "", leaseTTL, s.clock.Now())
+}
+
+// AcquirePolicy implements idem.PolicyStore.
+func (s *Store) AcquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := idem.ValidatePolicy(policy); err != nil {
+		return nil, nil, err
+	}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return s.acquireLocked(sh, key, fp, policy, leaseTTL, s.clock.Now())
 }
 
 // acquireLocked is Acquire with sh's lock held.
-func (s *Store) acquireLocked(sh *shard, key string, fp idem.Fingerprint, leaseTTL time.Duration, now time.Time) (*idem.Lease, *idem.Record, error) {
+func (s *Store) acquireLocked(sh *shard, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration, now time.Time) (*idem.Lease, *idem.Record, error) {
 	e := sh.live(key, now)
 	var prev idem.Token
 	if e != nil {
@@ -205,11 +222,12 @@ func (s *Store) acquireLocked(sh *shard, key string, fp idem.Fingerprint, leaseT
 			return nil, rec, nil
 		}
 		prev = e.token
+		policy = e.policy // a take-over keeps the record's policy id
 	}
 	tok := idem.Token(s.tokens.Add(1))
 	exp := now.Add(leaseTTL)
-	n := &entry{status: idem.StatusInProgress, fp: fp, token: tok, leaseExp: exp, expires: exp.Add(s.grace),
-		lease: idem.Lease{Key: key, Token: tok, Fingerprint: fp, PrevToken: prev, Expiry: exp}}
+	n := &entry{status: idem.StatusInProgress, fp: fp, policy: policy, token: tok, leaseExp: exp, expires: exp.Add(s.grace),
+		lease: idem.Lease{Key: key, Token: tok, Fingerprint: fp, FingerprintPolicy: policy, PrevToken: prev, Expiry: exp}}
 	sh.entries[key] = n
 	sh.pending[key] = struct{}{}
 	if prev != 0 {

@@ -39,7 +39,7 @@ func (s *Store) Resolve(ctx context.Context, key string, token idem.Token, appli
 		sh.remove(key)
 		return nil
 	}
-	sh.entries[key] = &entry{status: idem.StatusCompleted, fp: e.fp, token: e.token, expires: now.Add(retention),
+	sh.entries[key] = &entry{status: idem.StatusCompleted, fp: e.fp, policy: e.policy, token: e.token, expires: now.Add(retention),
 		hasResp: true, resp: *applied}
 	return nil
 }

@@ -119,7 +119,7 @@ func (s *mapStore) claim(key string, fp idem.Fingerprint, ttl time.Duration, now
 // hold stores l's key as in progress under l. The lock must be held.
 func (s *mapStore) hold(l *idem.Lease) {
 	s.records[l.Key] = &idem.Record{
-		Key: l.Key, Status: idem.StatusInProgress, Fingerprint: l.Fingerprint, Token: l.Token,
+		Key: l.Key, Status: idem.StatusInProgress, Fingerprint: l.Fingerprint, FingerprintPolicy: l.FingerprintPolicy, Token: l.Token,
 		LeaseExpiry: l.Expiry, ExpiresAt: s.keepUntil(l.Expiry),
 	}
 }
@@ -140,7 +140,7 @@ func (s *mapStore) owned(l *idem.Lease, now time.Time) (*idem.Record, error) {
 // finished is the completed or failed record l's execution leaves behind.
 func finished(l *idem.Lease, st idem.Status, resp idem.Response, now time.Time, retention time.Duration) *idem.Record {
 	return &idem.Record{
-		Key: l.Key, Status: st, Fingerprint: l.Fingerprint, Token: l.Token,
+		Key: l.Key, Status: st, Fingerprint: l.Fingerprint, FingerprintPolicy: l.FingerprintPolicy, Token: l.Token,
 		Response: &resp, ExpiresAt: now.Add(retention),
 	}
 }
@@ -178,6 +178,28 @@ func (s *mapStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint,
 			return nil, copyOf(r)
 		}
 		return s.claim(key, fp, leaseTTL, now, prev), nil
+	})
+}
+
+// acquirePolicy is Acquire for a request fingerprinted under policy, which
+// the record keeps (idem.PolicyStore); only the designs that expose it
+// keep policies.
+func (s *mapStore) acquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	if err := idem.ValidatePolicy(policy); err != nil {
+		return nil, nil, err
+	}
+	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
+		ok, prev := mayTakeOver(r, fp, now)
+		if !ok {
+			return nil, copyOf(r)
+		}
+		l := s.newLease(key, fp, leaseTTL, now, prev)
+		l.FingerprintPolicy = policy
+		if r != nil {
+			l.FingerprintPolicy = r.FingerprintPolicy // a take-over keeps it
+		}
+		s.hold(l)
+		return l, nil
 	})
 }
 

@@ -37,13 +37,24 @@ var errAcquireChurn = errors.New("record changed concurrently on every attempt")
 // claimed either: the error wraps ErrCounterBehind and
 // idem.ErrCorruptRecord, and names the sequence to advance.
 func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	return s.AcquirePolicy(ctx, key, fp, "", leaseTTL)
+}
+
+// AcquirePolicy is Acquire for a request fingerprinted under policy
+// (idem.PolicyStore), in the same statement: the row keeps policy in its
+// fp_policy column (NULL for ""). A policy that breaks
+// idem.ValidatePolicy is refused before PostgreSQL is asked.
+func (s *Store) AcquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
 	if err := idem.ValidateKey(key); err != nil {
+		return nil, nil, fmt.Errorf("pgstore: acquire: %w", err)
+	}
+	if err := idem.ValidatePolicy(policy); err != nil {
 		return nil, nil, fmt.Errorf("pgstore: acquire: %w", err)
 	}
 	if leaseTTL <= 0 {
 		return nil, nil, fmt.Errorf("pgstore: acquire %q: lease TTL %v is not positive", key, leaseTTL)
 	}
-	args := []any{key, fp[:], leaseTTL, s.opts.TakeoverGrace}
+	args := []any{key, fp[:], leaseTTL, s.opts.TakeoverGrace, policy}
 	for range maxAcquireAttempts {
 		var (
 			acquired, retry, behind bool
@@ -84,10 +95,11 @@ func (r *row) lease(key string) (*idem.Lease, *idem.Record, error) {
 			idem.ErrCorruptRecord, key, rec.Status, r.prevToken)
 	}
 	return &idem.Lease{
-		Key:         key,
-		Token:       rec.Token,
-		Fingerprint: rec.Fingerprint,
-		PrevToken:   idem.Token(r.prevToken),
-		Expiry:      rec.LeaseExpiry,
+		Key:               key,
+		Token:             rec.Token,
+		Fingerprint:       rec.Fingerprint,
+		FingerprintPolicy: rec.FingerprintPolicy,
+		PrevToken:         idem.Token(r.prevToken),
+		Expiry:            rec.LeaseExpiry,
 	}, nil, nil
 }

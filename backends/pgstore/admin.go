@@ -15,7 +15,7 @@ import (
 // whose key starts with $3, at most $2 of them. It scans the table (no index on lease_expires_at): an
 // operator's query, not a hot-path one.
 const listStuckSQL = `
-SELECT t.key, t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at
+SELECT t.key, t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at, t.fp_policy
 FROM {{table}} t
 WHERE t.status = 'in_progress' AND t.expires_at > statement_timestamp()
   AND t.lease_expires_at <= statement_timestamp() - $1::interval
@@ -27,7 +27,7 @@ LIMIT $2`
 // reads the whole table: an operator's query.
 const presentRowsSQL = `
 SELECT t.key, t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at,
-	statement_timestamp()
+	t.fp_policy, statement_timestamp()
 FROM {{table}} t
 WHERE t.status <> 'released' AND t.expires_at > statement_timestamp()
   AND left(t.key, length($1::text)) = $1::text`
@@ -69,6 +69,21 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 		return out, backendError("list", err, false)
 	}
 	return out, nil
+}
+
+// ListUncertain implements idem.UncertainLister: it reads the present rows
+// whose key starts with prefix (an operator's query) and keeps the
+// uncertain ones that decode.
+func (s *Store) ListUncertain(ctx context.Context, prefix string, limit int) ([]*idem.Record, error) {
+	limit = idem.ListLimit(limit)
+	var out []*idem.Record
+	err := s.eachPresentRow(ctx, "list", prefix, func(_ string, rec *idem.Record, err error, _ time.Time) bool {
+		if err == nil && rec.Status == idem.StatusUncertain {
+			out = append(out, rec)
+		}
+		return len(out) < limit
+	})
+	return out, err
 }
 
 // Stats implements idem.Statter. It reads every present row and decodes it
@@ -114,7 +129,7 @@ func (s *Store) eachPresentRow(ctx context.Context, op, prefix string, fn func(k
 			r   rawRow
 			now time.Time
 		)
-		if err := rows.Scan(&key, &r.status, &r.fingerprint, &r.token, &r.prevToken, &r.leaseExpiry, &r.response, &r.expiresAt, &now); err != nil {
+		if err := rows.Scan(&key, &r.status, &r.fingerprint, &r.token, &r.prevToken, &r.leaseExpiry, &r.response, &r.expiresAt, &r.policy, &now); err != nil {
 			return backendError(op, err, false)
 		}
 		rec, err := r.record(key)
@@ -143,6 +158,7 @@ type rawRow struct {
 	leaseExpiry pgtype.Timestamptz
 	response    []byte
 	expiresAt   pgtype.Timestamptz
+	policy      *string
 }
 
 // record decodes r as Get does: a time Get cannot scan (infinity) is
@@ -155,7 +171,7 @@ func (r *rawRow) record(key string) (*idem.Record, error) {
 		return nil, notTime("expires_at", r.expiresAt)
 	}
 	w := row{status: r.status, fingerprint: r.fingerprint, token: r.token, prevToken: r.prevToken,
-		response: r.response, expiresAt: r.expiresAt.Time}
+		response: r.response, expiresAt: r.expiresAt.Time, policy: r.policy}
 	if r.leaseExpiry.Valid {
 		if r.leaseExpiry.InfinityModifier != pgtype.Finite {
 			return nil, notTime("lease_expires_at", r.leaseExpiry)

@@ -40,7 +40,7 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(reqs[a].Key, reqs[b].Key) })
 	var b pgx.Batch
 	for _, i := range order {
-		b.Queue(s.sql.acquire, reqs[i].Key, reqs[i].Fingerprint[:], leaseTTL, s.opts.TakeoverGrace)
+		b.Queue(s.sql.acquire, reqs[i].Key, reqs[i].Fingerprint[:], leaseTTL, s.opts.TakeoverGrace, "")
 	}
 	rows := make([]row, len(order))
 	flags := make([][3]bool, len(order)) // acquired, retry, behind

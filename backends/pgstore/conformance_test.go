@@ -21,6 +21,14 @@ func TestConformance(t *testing.T) {
 			}
 		},
 		Plant: plantConfig,
+		PlantPolicy: func(t *testing.T, st idem.Store, key, policy string) bool {
+			t.Helper()
+			_, err := st.(*Store).pool.Exec(context.Background(), "UPDATE "+s.table+` SET fp_policy = $2 WHERE key = $1`, key, policy)
+			if err != nil {
+				t.Fatalf("plant policy %q for %q: %v", policy, key, err)
+			}
+			return true
+		},
 	})
 }
 

@@ -20,12 +20,12 @@ const rowDigestSQL = `encode(sha256(convert_to(jsonb_build_array(
 	t.key, t.status, encode(t.fingerprint, 'hex'), t.token::text, t.prev_token::text,
 	extract(epoch FROM t.lease_expires_at)::text, encode(t.response, 'hex'),
 	extract(epoch FROM t.created_at)::text, extract(epoch FROM t.updated_at)::text,
-	extract(epoch FROM t.expires_at)::text)::text, 'UTF8')), 'hex')`
+	extract(epoch FROM t.expires_at)::text, t.fp_policy)::text, 'UTF8')), 'hex')`
 
 // rawRowSQL reads every column of key's present row and its digest. $1 key.
 const rawRowSQL = `
 SELECT t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response,
-	t.created_at, t.updated_at, t.expires_at, ` + rowDigestSQL + `
+	t.created_at, t.updated_at, t.expires_at, t.fp_policy, ` + rowDigestSQL + `
 FROM {{table}} t
 WHERE t.key = $1 AND t.status <> 'released' AND t.expires_at > statement_timestamp()`
 
@@ -41,7 +41,7 @@ func (s *Store) GetCorrupt(ctx context.Context, key string) (*idem.CorruptRecord
 		digest           string
 	)
 	err := s.queryRow(ctx, "inspect", false, s.names(rawRowSQL), []any{key}, &r.status, &r.fingerprint,
-		&r.token, &r.prevToken, &r.leaseExpiry, &r.response, &created, &updated, &r.expiresAt, &digest)
+		&r.token, &r.prevToken, &r.leaseExpiry, &r.response, &created, &updated, &r.expiresAt, &r.policy, &digest)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("pgstore: key %q: %w", key, idem.ErrNotFound)
 	}
@@ -74,6 +74,7 @@ func (s *Store) GetCorrupt(ctx context.Context, key string) (*idem.CorruptRecord
 			ts("created_at", created),
 			ts("updated_at", updated),
 			ts("expires_at", r.expiresAt),
+			policyField(r.policy),
 		},
 	}, nil
 }
@@ -127,4 +128,12 @@ func (s *Store) PurgeCorrupt(ctx context.Context, key, digest string) error {
 		return fmt.Errorf("pgstore: key %q: %w", key, idem.ErrRecordChanged)
 	}
 	return nil
+}
+
+// policyField is the fp_policy column as a raw field (NULL when absent).
+func policyField(p *string) idem.RawField {
+	if p == nil {
+		return idem.RawField{Name: "fp_policy", Null: true}
+	}
+	return idem.RawField{Name: "fp_policy", Value: []byte(*p)}
 }

@@ -26,6 +26,7 @@ var corruptRows = []struct {
 	{"completed, garbage response", true, `response = '\xdeadbeef'`},
 	{"completed, negative token", true, `token = -5`},
 	{"completed, infinite expiry", true, `expires_at = 'infinity'`},
+	{"completed, policy id with a space", true, `fp_policy = 'pay v1'`},
 }
 
 // TestCorruptAdmin runs the suite's corrupt-record cases (Stats,
@@ -50,7 +51,7 @@ func TestCorruptAdmin(t *testing.T) {
 			return keys
 		},
 		Listed: func(t *testing.T, i int, r *idem.CorruptRecord) {
-			if r.Type != "row" || len(r.Digest) != 64 || len(r.Fields) != 9 {
+			if r.Type != "row" || len(r.Digest) != 64 || len(r.Fields) != 10 {
 				t.Errorf("%s (%s): %+v", r.Key, corruptRows[i].name, r)
 			}
 		},

@@ -38,6 +38,7 @@ var plantColumns = []struct {
 	{"response", []string{`NULL`, `'\x'`, `'\xdeadbeef'`, `substring(response from 1 for 3)`,
 		hexBytes(fmt.Sprintf("%x", idem.EncodeResponse(&idem.Response{Status: 201, Body: []byte("planted")})))}},
 	{"expires_at", []string{`statement_timestamp() - interval '1 minute'`, `statement_timestamp() + interval '1 hour'`, `'infinity'`}},
+	{"fp_policy", []string{`NULL`, `''`, `'payments/v2'`, `'pay ments'`, `'é'`, `repeat('p', 129)`, `repeat('p', 128)`}},
 }
 
 // hexBytes is the bytea literal of a hex string.

@@ -21,18 +21,20 @@ type row struct {
 	leaseExpiry *time.Time
 	response    []byte
 	expiresAt   time.Time
+	policy      *string // fp_policy; NULL: not named
 }
 
 // scanDest returns the scan destinations in the column order shared by
 // getSQL and acquireSQL (after its two flags).
 func (r *row) scanDest() []any {
-	return []any{&r.status, &r.fingerprint, &r.token, &r.prevToken, &r.leaseExpiry, &r.response, &r.expiresAt}
+	return []any{&r.status, &r.fingerprint, &r.token, &r.prevToken, &r.leaseExpiry, &r.response, &r.expiresAt, &r.policy}
 }
 
 // record decodes and validates r as the record of key. Every broken
 // invariant (unknown status, fingerprint of the wrong length, token not
 // positive, previous token negative or not below the token, undecodable
-// response, missing lease expiry, a response in progress) returns an error
+// response, missing lease expiry, a response in progress, a fingerprint
+// policy id idem.ValidatePolicy refuses) returns an error
 // wrapping idem.ErrCorruptRecord. The statements judge rows by the same
 // rules (claimableSQL, fencedWhere), so a row this function rejects is
 // never claimed or overwritten.
@@ -45,6 +47,9 @@ func (r *row) record(key string) (*idem.Record, error) {
 		return nil, fmt.Errorf("key %q: %w", key, err)
 	}
 	rec := &idem.Record{Key: key, Status: st, ExpiresAt: r.expiresAt}
+	if r.policy != nil {
+		rec.FingerprintPolicy = *r.policy // checked by Validate
+	}
 	if len(r.fingerprint) != len(rec.Fingerprint) {
 		return nil, corrupt("fingerprint is %d bytes, want %d", len(r.fingerprint), len(rec.Fingerprint))
 	}

@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS {{table}} (
 	updated_at       timestamptz NOT NULL,
 	expires_at       timestamptz NOT NULL
 );
+ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS fp_policy text;
 CREATE INDEX IF NOT EXISTS {{index}} ON {{table}} (expires_at);
 CREATE TABLE IF NOT EXISTS {{ledger}} (
 	effect_key text PRIMARY KEY,
@@ -38,7 +39,9 @@ CREATE TABLE IF NOT EXISTS {{ledger}} (
 // Migrate creates the schema described in the package documentation when it
 // is missing and leaves an existing one alone, so it is safe to call at every
 // start and from several processes at once (an advisory lock serialises
-// them). It does not alter tables created by another version. The sequence
+// them). On a table created by an earlier version it adds the columns
+// added since, nullable (fp_policy: rows written before read as stored
+// under no fingerprint policy id), and alters nothing else. The sequence
 // is not owned by the table: dropping the table by hand keeps the token
 // counter, so tokens never restart.
 func (s *Store) Migrate(ctx context.Context) error {

@@ -40,15 +40,24 @@ const claimableSQL = `({{r}}.status = 'released'
 			AND isfinite({{r}}.expires_at)
 			AND {{r}}.fingerprint = {{fp}}
 			AND {{r}}.response IS NULL
-			AND {{r}}.token > 0 AND {{r}}.prev_token >= 0 AND {{r}}.prev_token < {{r}}.token))`
+			AND {{r}}.token > 0 AND {{r}}.prev_token >= 0 AND {{r}}.prev_token < {{r}}.token
+			AND ` + "{{policyOK}}" + `))`
 
 // claimable returns claimableSQL for the row alias r and fingerprint fp.
 func claimable(r, fp string) string {
-	return strings.NewReplacer("{{r}}", r, "{{fp}}", fp).Replace(claimableSQL)
+	return strings.NewReplacer("{{policyOK}}", policyOK(r), "{{r}}", r, "{{fp}}", fp).Replace(claimableSQL)
+}
+
+// policyOK is the predicate "the fp_policy of row alias r decodes": NULL,
+// or at most 128 bytes of 0x21..0x7E, as idem.ValidatePolicy accepts
+// (row.record checks it with Validate).
+func policyOK(r string) string {
+	return "(" + r + ".fp_policy IS NULL OR (octet_length(" + r + ".fp_policy) <= 128 AND " + r + ".fp_policy ~ '^[!-~]*$'))"
 }
 
 // acquireSQL claims a key in one statement. $1 key, $2 fingerprint,
-// $3 lease TTL, $4 take-over grace.
+// $3 lease TTL, $4 take-over grace, $5 fingerprint policy id ("" is stored
+// as NULL; a take-over keeps the row's).
 //
 // The INSERT proposes a fresh in-progress row. On a key conflict the DO
 // UPDATE fires only when the existing row is claimable (see claimableSQL)
@@ -72,10 +81,10 @@ func claimable(r, fp string) string {
 var acquireSQL = `
 WITH up AS (
 	INSERT INTO {{table}} AS r (key, status, fingerprint, token, prev_token,
-		lease_expires_at, response, created_at, updated_at, expires_at)
+		lease_expires_at, response, created_at, updated_at, expires_at, fp_policy)
 	VALUES ($1, 'in_progress', $2, nextval('{{seq}}'::regclass), 0,
 		statement_timestamp() + $3::interval, NULL, statement_timestamp(), statement_timestamp(),
-		statement_timestamp() + $3::interval + $4::interval)
+		statement_timestamp() + $3::interval + $4::interval, NULLIF($5::text, ''))
 	ON CONFLICT (key) DO UPDATE SET
 		status = 'in_progress',
 		fingerprint = EXCLUDED.fingerprint,
@@ -87,16 +96,18 @@ WITH up AS (
 		created_at = CASE WHEN r.status <> 'released' AND r.expires_at > statement_timestamp()
 			THEN r.created_at ELSE EXCLUDED.created_at END,
 		updated_at = EXCLUDED.updated_at,
-		expires_at = EXCLUDED.expires_at
+		expires_at = EXCLUDED.expires_at,
+		fp_policy = CASE WHEN r.status <> 'released' AND r.expires_at > statement_timestamp()
+			THEN r.fp_policy ELSE EXCLUDED.fp_policy END
 	WHERE ` + claimable("r", "EXCLUDED.fingerprint") + `
 		AND nextval('{{seq}}'::regclass) > r.token
 	RETURNING true AS acquired, false AS retry, false AS behind, r.status, r.fingerprint, r.token,
-		r.prev_token, r.lease_expires_at, r.response, r.expires_at
+		r.prev_token, r.lease_expires_at, r.response, r.expires_at, r.fp_policy
 )
 SELECT * FROM up
 UNION ALL
 SELECT false, c.ok AND currval('{{seq}}'::regclass) > t.token, c.ok AND currval('{{seq}}'::regclass) <= t.token,
-	t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at
+	t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at, t.fp_policy
 FROM {{table}} t, LATERAL (SELECT ` + claimable("t", "$2") + ` IS TRUE AS ok) c
 WHERE t.key = $1 AND NOT EXISTS (SELECT FROM up)`
 
@@ -106,7 +117,7 @@ WHERE t.key = $1 AND NOT EXISTS (SELECT FROM up)`
 // that was not taken over still passes.
 const fencedWhere = `t.key = $1 AND t.token = $2 AND t.status = 'in_progress' AND t.expires_at > statement_timestamp()
 	AND t.response IS NULL AND isfinite(t.lease_expires_at) AND isfinite(t.expires_at) AND octet_length(t.fingerprint) = 32
-	AND t.prev_token >= 0 AND t.prev_token < t.token`
+	AND t.prev_token >= 0 AND t.prev_token < t.token AND ` + "(t.fp_policy IS NULL OR (octet_length(t.fp_policy) <= 128 AND t.fp_policy ~ '^[!-~]*$'))"
 
 // heartbeatSQL: $1 key, $2 token, $3 lease TTL, $4 take-over grace.
 const heartbeatSQL = `
@@ -144,7 +155,7 @@ WHERE ` + fencedWhere
 
 // getSQL: $1 key.
 const getSQL = `
-SELECT t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at
+SELECT t.status, t.fingerprint, t.token, t.prev_token, t.lease_expires_at, t.response, t.expires_at, t.fp_policy
 FROM {{table}} t
 WHERE t.key = $1 AND t.status <> 'released' AND t.expires_at > statement_timestamp()`
 

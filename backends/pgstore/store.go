@@ -71,15 +71,16 @@ type Store struct {
 
 // Every capability the store has, in one place.
 var (
-	_ idem.Store         = (*Store)(nil)
-	_ idem.Sweeper       = (*Store)(nil)
-	_ idem.Waiter        = (*Store)(nil)
-	_ idem.BatchStore    = (*Store)(nil)
-	_ idem.Lister        = (*Store)(nil)
-	_ idem.PrefixLister  = (*Store)(nil)
-	_ idem.Statter       = (*Store)(nil)
-	_ idem.CorruptLister = (*Store)(nil)
-	_ idem.CorruptPurger = (*Store)(nil)
+	_ idem.Store           = (*Store)(nil)
+	_ idem.Sweeper         = (*Store)(nil)
+	_ idem.Waiter          = (*Store)(nil)
+	_ idem.BatchStore      = (*Store)(nil)
+	_ idem.Lister          = (*Store)(nil)
+	_ idem.UncertainLister = (*Store)(nil)
+	_ idem.PrefixLister    = (*Store)(nil)
+	_ idem.Statter         = (*Store)(nil)
+	_ idem.CorruptLister   = (*Store)(nil)
+	_ idem.CorruptPurger   = (*Store)(nil)
 )
 
 // New returns a Store that keeps its records in opts.Table on pool. It does

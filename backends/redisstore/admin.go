@@ -28,8 +28,21 @@ func (s *Store) ListStuck(ctx context.Context, olderThan time.Duration, limit in
 // start with prefix. The SCAN matches the prefix, so the records of other
 // keys are not read.
 func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan time.Duration, limit int) ([]*idem.Record, error) {
-	limit = idem.ListLimit(limit)
 	olderThan = max(olderThan, 0)
+	return s.listWhere(ctx, prefix, limit, func(rec *idem.Record, now time.Time) bool {
+		return rec.Status == idem.StatusInProgress && now.Sub(rec.LeaseExpiry) >= olderThan && !now.Before(rec.LeaseExpiry)
+	})
+}
+
+// ListUncertain implements idem.UncertainLister, with ListStuck's SCAN.
+func (s *Store) ListUncertain(ctx context.Context, prefix string, limit int) ([]*idem.Record, error) {
+	return s.listWhere(ctx, prefix, limit, func(rec *idem.Record, _ time.Time) bool { return rec.Status == idem.StatusUncertain })
+}
+
+// listWhere returns up to limit records whose key starts with prefix and
+// that keep says to list at the server's time.
+func (s *Store) listWhere(ctx context.Context, prefix string, limit int, keep func(rec *idem.Record, now time.Time) bool) ([]*idem.Record, error) {
+	limit = idem.ListLimit(limit)
 	var out []*idem.Record
 	errFull := errors.New("full")
 	err := s.scanRecords(ctx, prefix, func(ctx context.Context, node *redis.Client, keys []string) error {
@@ -45,8 +58,8 @@ func (s *Store) ListStuckPrefix(ctx context.Context, prefix string, olderThan ti
 			if len(out) == limit {
 				return errFull
 			}
-			if rec == nil || rec.Status != idem.StatusInProgress || now.Sub(rec.LeaseExpiry) < olderThan || now.Before(rec.LeaseExpiry) {
-				continue // gone meanwhile, corrupt (reported by Get and Stats), or not stuck
+			if rec == nil || !keep(rec, now) {
+				continue // gone meanwhile, corrupt (reported by Get and Stats), or not asked for
 			}
 			if out = append(out, rec); len(out) == limit {
 				return errFull

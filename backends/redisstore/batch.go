@@ -42,14 +42,14 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 		}
 		keys[i] = keysFor(s.opts.Prefix, r.Key)
 		calls = append(calls, scriptCall{i: i, script: acquireScript, keys: []string{keys[i].record, keys[i].fence()},
-			args: []any{r.Fingerprint.String(), ttl, s.graceMS, ids.next(r.Key), keys[i].slot}})
+			args: []any{r.Fingerprint.String(), ttl, s.graceMS, ids.next(r.Key), keys[i].slot, ""}})
 	}
 	for _, c := range s.pipeline(ctx, s.merge(calls, multiAcquire)) {
 		idx, replies, err := c.replies()
 		for n, i := range idx {
 			res, rerr := replySlice(replies[n], err)
 			r := &out[i]
-			r.Lease, r.Record, r.Err = s.acquireReply(reqs[i].Key, reqs[i].Fingerprint, keys[i], res, rerr)
+			r.Lease, r.Record, r.Err = s.acquireReply(reqs[i].Key, reqs[i].Fingerprint, "", keys[i], res, rerr)
 		}
 	}
 	return out

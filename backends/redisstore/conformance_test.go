@@ -21,6 +21,13 @@ func conformance(client redis.UniversalClient) storetest.Config {
 				t.Fatal(err)
 			}
 		},
+		PlantPolicy: func(t *testing.T, st idem.Store, key, policy string) bool {
+			s := st.(*Store)
+			if err := s.client.HSet(ctxT(t), keysFor(s.opts.Prefix, key).record, fieldPolicy, policy).Err(); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		},
 	})
 }
 

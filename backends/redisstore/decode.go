@@ -54,6 +54,7 @@ func decodeRecord(key string, h map[string]string, nowMS, pttl int64) (*idem.Rec
 		}
 		rec.Token = idem.Token(tok)
 	}
+	rec.FingerprintPolicy = h[fieldPolicy] // checked by Validate
 	if v, ok := h[fieldPrev]; ok && v != "0" {
 		if prev, ok := parseDecimal(v); !ok || idem.Token(prev) >= rec.Token {
 			return nil, corrupt(key, "field %q: bad previous token %q for token %d", fieldPrev, v, rec.Token)

@@ -23,8 +23,10 @@
 // The record fields are status ("in_progress", "completed", "failed"), fp
 // (fingerprint, hex), token, prev_token, lease_ms and acq_id (written by
 // Acquire and kept for diagnosis once finished), response
-// (idem.EncodeResponse bytes) and done_id once finished, and watch once a
-// WaitChange waits on the record. Times are milliseconds by the Redis
+// (idem.EncodeResponse bytes) and done_id once finished, watch once a
+// WaitChange waits on the record, and fp_policy (the fingerprint policy id
+// of idem.PolicyStore, written by Acquire, empty when not named; a record
+// written before the field existed has none and reads as not named). Times are milliseconds by the Redis
 // server's clock (TIME inside the scripts); the client's clock is never
 // used. Record.ExpiresAt is the server time plus the key's PTTL, read
 // together.
@@ -140,7 +142,8 @@
 // fp 64 lowercase hex digits; token, lease_ms and a non-zero prev_token in
 // the canonical decimal form (digits only, no sign, no leading zero, in
 // [1, 2^63-1]; "0x10", "5.5", "1e3", "inf", "+5" and " 5" are corrupt
-// although Lua's tonumber reads them); prev_token below token; an
+// although Lua's tonumber reads them); prev_token below token; fp_policy,
+// when present, at most 128 bytes of 0x21..0x7E; an
 // in-progress record has a lease and no response; a finished (completed,
 // failed or uncertain) record has a
 // response. Only the response's encoding is beyond the scripts: a fenced

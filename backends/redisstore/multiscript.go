@@ -136,11 +136,11 @@ var (
 	// reply's first element, and the previous token is 0. Every other key
 	// runs the body and answers its table.
 	multiAcquire = newMultiScript(multiSpec{
-		one: acquireScript, prelude: luaClockOnce + luaRecord + luaClaim, body: acquireBody, nkeys: 2, nargs: 5,
+		one: acquireScript, prelude: luaClockOnce + luaRecord + luaClaim, body: acquireBody, nkeys: 2, nargs: 6,
 		shared: []int{2, 3, 4}, // lease TTL, grace, call id
 		setup:  "local lease = now() + tonumber(a2)\nlocal leaseS, expiry = fmt(lease), lease + tonumber(a3)",
 		head:   "lease",
-		fast:   "redis.call('EXISTS', k1) == 0 and claim(k1, k2, a1, tonumber(a5), '0', leaseS, expiry, a4) or nil",
+		fast:   "redis.call('EXISTS', k1) == 0 and claim(k1, k2, a1, tonumber(a5), '0', leaseS, expiry, a4, a6) or nil",
 		expand: func(head, reply any) any {
 			if tok, ok := reply.(string); ok {
 				return []any{int64(resultApplied), tok, "0", head}

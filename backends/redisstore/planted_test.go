@@ -28,7 +28,7 @@ func rapidChooser(t *rapid.T) chooser {
 
 // plantFields are the hash fields a planted change may touch: every field
 // a record has, and one no version of the store writes.
-var plantFields = []string{fieldStatus, fieldFP, fieldToken, fieldPrev, fieldLease, fieldAcqID, fieldResponse, fieldDoneID, fieldWatch, "extra"}
+var plantFields = []string{fieldStatus, fieldFP, fieldToken, fieldPrev, fieldLease, fieldAcqID, fieldResponse, fieldDoneID, fieldWatch, fieldPolicy, "extra"}
 
 // plantValues returns the values a planted field may take, given the
 // record's current fields h: numbers in every form Lua or strconv might
@@ -47,7 +47,7 @@ func plantValues(h map[string]string) []string {
 		strconv.FormatInt(tok-1, 10), strconv.FormatInt(tok+1, 10), strconv.FormatInt(tok, 10),
 		"in_progress", "completed", "failed", "uncertain", "released", "IN_PROGRESS",
 		fpA.String(), fpB.String(), strings.ToUpper(fpA.String()), fpA.String()[:62], fpA.String() + "00",
-		ok, ok[:len(ok)-1], "\x00\xff\xfe", "\x01", strconv.FormatInt(ms-60_000, 10), strconv.FormatInt(ms+3_600_000, 10),
+		ok, ok[:len(ok)-1], "\x00\xff\xfe", "\x01", "payments/v2", "pay ments", strings.Repeat("p", 129), strconv.FormatInt(ms-60_000, 10), strconv.FormatInt(ms+3_600_000, 10),
 	}
 }
 

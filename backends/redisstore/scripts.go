@@ -26,6 +26,7 @@ const (
 	fieldResponse = "response"   // completed/failed/uncertain: idem.EncodeResponse bytes
 	fieldDoneID   = "done_id"    // completed/failed/uncertain: id of the call that wrote it
 	fieldWatch    = "watch"      // present once a WaitChange subscribed
+	fieldPolicy   = "fp_policy"  // fingerprint policy id; absent or empty: not named
 )
 
 // Every redis.call inside a script costs about a microsecond of server time
@@ -63,10 +64,11 @@ func luaNotify(msg string) string {
 // record unchanged.
 //
 // KEYS: record, fence counter. ARGV: fingerprint, lease TTL ms, take-over
-// grace ms, acquire call id, hash slot.
-// Returns {1, token, prev token, lease expiry ms[, counter found]} for a
-// lease (tokens as decimal strings; the fifth element only when the
-// slot's counter was behind the token taken over, see luaClaim),
+// grace ms, acquire call id, hash slot, fingerprint policy id ("" or
+// missing for none; a take-over keeps the record's).
+// Returns {1, token, prev token, lease expiry ms, counter found or false,
+// policy id} for a lease (tokens as decimal strings; the counter only when
+// the slot's counter was behind the token taken over, see luaClaim),
 // {0, HGETALL, now ms, PTTL} for an existing record, {-1, type} for a key of
 // another type, {-2, counter} when the slot's counter can issue no valid
 // token.
@@ -89,8 +91,9 @@ var acquireScript = redis.NewScript(luaClock + luaRecord + luaClaim + acquireBod
 // Lua numbers are doubles, exact only below 2^53, so tokens are kept as
 // strings and compared (lt) and divided (split) digit-group-wise, never as
 // one number. valid(f) holds when the fields f = {status, fp, token,
-// lease_ms, acq_id, prev_token, response} (an HMGET in that order; a
-// missing field is false) form a record decodeRecord accepts, except that a
+// lease_ms, acq_id, prev_token, response, watch, fp_policy} (an HMGET in
+// that order; a missing field is false) form a record decodeRecord accepts
+// (a policy id is at most 128 bytes of 0x21..0x7E), except that a
 // finished record's response is checked for presence only (Go decodes it:
 // see the package doc). The order of the HMGET fields is recordFields.
 const luaRecord = `
@@ -116,6 +119,7 @@ local function valid(f)
   if type(f[2]) ~= 'string' or #f[2] ~= 64 or string.find(f[2], '[^0-9a-f]') then return false end
   if not dec(f[3]) then return false end
   if f[6] and f[6] ~= '0' and not (dec(f[6]) and lt(f[6], f[3])) then return false end
+  if f[9] and (#f[9] > 128 or string.find(f[9], '[^!-~]')) then return false end
   if st == 'in_progress' then return dec(f[4]) and not f[7] end
   return f[7] and true or false
 end
@@ -123,7 +127,7 @@ end
 
 // recordFields is the HMGET field list of luaRecord's valid(f), as Lua
 // arguments, followed by the waiter mark the fenced scripts read too.
-const recordFields = `'status', 'fp', 'token', 'lease_ms', 'acq_id', 'prev_token', 'response', 'watch'`
+const recordFields = `'status', 'fp', 'token', 'lease_ms', 'acq_id', 'prev_token', 'response', 'watch', 'fp_policy'`
 
 // luaClaim defines claim(), the write of a new lease, shared by
 // acquireScript and its multi-key form: it draws the token from the slot's
@@ -155,7 +159,7 @@ local function render(c, slot)
   if hi == 0 then return string.format('%d', lo) end
   return string.format('%d%06d', hi, lo)
 end
-local function claim(rec, fence, fp, slot, prev, leaseS, expiry, id)
+local function claim(rec, fence, fp, slot, prev, leaseS, expiry, id, policy)
   local c = redis.call('INCR', fence)
   local was
   if prev ~= '0' then
@@ -166,7 +170,7 @@ local function claim(rec, fence, fp, slot, prev, leaseS, expiry, id)
   if was then redis.call('SET', fence, string.format('%d', c)) end
   local tok = render(c, slot)
   redis.call('HSET', rec, 'status', 'in_progress', 'fp', fp, 'token', tok,
-    'prev_token', prev, 'lease_ms', leaseS, 'acq_id', id)
+    'prev_token', prev, 'lease_ms', leaseS, 'acq_id', id, 'fp_policy', policy)
   redis.call('PEXPIREAT', rec, expiry)
   return tok, was
 end
@@ -177,19 +181,19 @@ const acquireBody = `
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'hash' then return {-1, ty} end
 local t = now()
-local prev = '0'
+local prev, policy = '0', ARGV[6] or ''
 if ty == 'hash' then
   local f = redis.call('HMGET', KEYS[1], ` + recordFields + `)
   if f[1] == 'in_progress' and valid(f) then
-    if f[5] == ARGV[4] then return {1, f[3], f[6] or '0', tonumber(f[4])} end
-    if f[2] == ARGV[1] and tonumber(f[4]) <= t then prev = f[3] end
+    if f[5] == ARGV[4] then return {1, f[3], f[6] or '0', tonumber(f[4]), false, f[9] or ''} end
+    if f[2] == ARGV[1] and tonumber(f[4]) <= t then prev, policy = f[3], f[9] or '' end
   end
   if prev == '0' then return {0, redis.call('HGETALL', KEYS[1]), t, redis.call('PTTL', KEYS[1])} end
 end
 local lease = t + tonumber(ARGV[2])
-local tok, was = claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[5]), prev, fmt(lease), lease + tonumber(ARGV[3]), ARGV[4])
+local tok, was = claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[5]), prev, fmt(lease), lease + tonumber(ARGV[3]), ARGV[4], policy)
 if not tok then return {-2, was or ''} end
-return {1, tok, prev, lease, was}
+return {1, tok, prev, lease, was or false, policy}
 `
 
 // luaOwned is the fencing check shared by the fenced scripts: it reads the

@@ -29,14 +29,16 @@ type Store struct {
 // Every capability the store has, in one place (no idem.Sweeper: Redis
 // expires records itself).
 var (
-	_ idem.Store         = (*Store)(nil)
-	_ idem.Waiter        = (*Store)(nil)
-	_ idem.BatchStore    = (*Store)(nil)
-	_ idem.Lister        = (*Store)(nil)
-	_ idem.PrefixLister  = (*Store)(nil)
-	_ idem.Statter       = (*Store)(nil)
-	_ idem.CorruptLister = (*Store)(nil)
-	_ idem.CorruptPurger = (*Store)(nil)
+	_ idem.Store           = (*Store)(nil)
+	_ idem.PolicyStore     = (*Store)(nil)
+	_ idem.Waiter          = (*Store)(nil)
+	_ idem.BatchStore      = (*Store)(nil)
+	_ idem.Lister          = (*Store)(nil)
+	_ idem.UncertainLister = (*Store)(nil)
+	_ idem.PrefixLister    = (*Store)(nil)
+	_ idem.Statter         = (*Store)(nil)
+	_ idem.CorruptLister   = (*Store)(nil)
+	_ idem.CorruptPurger   = (*Store)(nil)
 )
 
 // New returns a Store that keeps its records in client. It does no I/O;
@@ -76,7 +78,18 @@ func (s *Store) callID() string {
 // and must be positive. A key holding something other than a valid record
 // returns an error wrapping idem.ErrCorruptRecord and is left as it is.
 func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	return s.AcquirePolicy(ctx, key, fp, "", leaseTTL)
+}
+
+// AcquirePolicy is Acquire for a request fingerprinted under policy
+// (idem.PolicyStore): the record keeps policy in its fp_policy field, the
+// same round trip. A policy that breaks idem.ValidatePolicy is refused
+// before Redis is asked.
+func (s *Store) AcquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
 	if err := idem.ValidateKey(key); err != nil {
+		return nil, nil, err
+	}
+	if err := idem.ValidatePolicy(policy); err != nil {
 		return nil, nil, err
 	}
 	if leaseTTL <= 0 {
@@ -87,16 +100,16 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 	}
 	k := keysFor(s.opts.Prefix, key)
 	cmd, werr := s.runWrite(ctx, "acquire", acquireScript, []string{k.record, k.fence()}, acquireWait,
-		fp.String(), millis(leaseTTL), s.graceMS, s.callID(), k.slot)
+		fp.String(), millis(leaseTTL), s.graceMS, s.callID(), k.slot, policy)
 	res, err := cmd.Slice()
 	if err == nil && werr != nil {
 		return nil, nil, werr
 	}
-	return s.acquireReply(key, fp, k, res, err)
+	return s.acquireReply(key, fp, policy, k, res, err)
 }
 
 // acquireReply decodes the reply of acquireScript for key.
-func (s *Store) acquireReply(key string, fp idem.Fingerprint, k keyset, res []any, err error) (*idem.Lease, *idem.Record, error) {
+func (s *Store) acquireReply(key string, fp idem.Fingerprint, policy string, k keyset, res []any, err error) (*idem.Lease, *idem.Record, error) {
 	if err != nil {
 		return nil, nil, storeError("acquire", err, true)
 	}
@@ -111,12 +124,16 @@ func (s *Store) acquireReply(key string, fp idem.Fingerprint, k keyset, res []an
 		if was, behind := replyInt(res, 4); behind && s.opts.OnCounterBehind != nil {
 			s.opts.OnCounterBehind(key, was, prev)
 		}
+		if p, ok := replyString(res, 5); ok {
+			policy = p // a take-over keeps the record's
+		}
 		return &idem.Lease{
-			Key:         key,
-			Token:       tok,
-			Fingerprint: fp,
-			PrevToken:   prev,
-			Expiry:      time.UnixMilli(lease),
+			Key:               key,
+			Token:             tok,
+			Fingerprint:       fp,
+			FingerprintPolicy: policy,
+			PrevToken:         prev,
+			Expiry:            time.UnixMilli(lease),
 		}, nil, nil
 	case resultRefused:
 		rec, ok, err := scriptRecord(key, res, 1)
@@ -330,4 +347,13 @@ func replyToken(res []any, i int) (idem.Token, bool) {
 // between scripts and code, never a valid outcome.
 func unexpected(op string, res []any) error {
 	return idem.BackendError(op, fmt.Errorf("redisstore: unexpected script reply %v", res))
+}
+
+// replyString returns element i of a script reply as a string.
+func replyString(res []any, i int) (string, bool) {
+	if i >= len(res) {
+		return "", false
+	}
+	v, ok := res[i].(string)
+	return v, ok
 }

@@ -34,6 +34,7 @@ var groups = []struct {
 	{Contract, contractCases},
 	{Liveness, livenessCases},
 	{Uncertain, uncertainCases},
+	{Policy, policyCases},
 }
 
 func safetyCases() []groupCase {

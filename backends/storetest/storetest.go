@@ -48,6 +48,14 @@ type Config struct {
 	// holds the store to the fail-closed rule (see Planted). Nil skips
 	// that case.
 	Plant func(t *testing.T, s idem.Store, key string, r *rand.Rand) string
+	// PlantPolicy overwrites the fingerprint policy id stored with the
+	// record of key with policy, bypassing the store, in the store's own
+	// format, and reports whether the backend could hold it (a value it
+	// cannot hold, such as a NUL byte in a PostgreSQL text column, is
+	// skipped). The case CorruptPolicyFailsClosed then holds the store to
+	// the fail-closed rule for ids that break idem.ValidatePolicy. Nil
+	// skips that case.
+	PlantPolicy func(t *testing.T, s idem.Store, key, policy string) bool
 	// PlantRuns is how many records PlantedRecordsFailClosed plants; zero
 	// means DefaultPlantRuns.
 	PlantRuns int
@@ -149,7 +157,7 @@ func checkDeviations(t *testing.T, devs map[string]string) {
 		switch {
 		case !ok:
 			t.Fatalf("storetest: Config.Deviations names %q, which is no case of the suite", name)
-		case g == Safety || g == Uncertain:
+		case g == Safety || g == Uncertain || g == Policy:
 			t.Fatalf("storetest: Config.Deviations names %q, a %s case: %s cases admit no deviation", name, g, g)
 		case strings.TrimSpace(reason) == "":
 			t.Fatalf("storetest: Config.Deviations gives no reason for %q", name)

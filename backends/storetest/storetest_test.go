@@ -18,8 +18,8 @@ import (
 
 func TestCasesAreGroupedOnce(t *testing.T) {
 	cases := storetest.Cases()
-	if len(cases) != 31 {
-		t.Fatalf("%d cases, want the 31 of the suite", len(cases))
+	if len(cases) != 38 {
+		t.Fatalf("%d cases, want the 38 of the suite", len(cases))
 	}
 	seen := map[string]bool{}
 	count := map[storetest.Group]int{}
@@ -34,7 +34,7 @@ func TestCasesAreGroupedOnce(t *testing.T) {
 			order = append(order, c.Group)
 		}
 	}
-	want := []storetest.Group{storetest.Safety, storetest.Contract, storetest.Liveness, storetest.Uncertain}
+	want := []storetest.Group{storetest.Safety, storetest.Contract, storetest.Liveness, storetest.Uncertain, storetest.Policy}
 	if !slices.Equal(order, want) {
 		t.Errorf("groups run in order %v, want %v, each contiguous", order, want)
 	}

@@ -27,6 +27,51 @@ func uncertainCases() []groupCase {
 		{"ResolveNotAppliedFreesKeyWithHigherToken", resolveNotApplied},
 		{"ResolveIsFencedByToken", resolveFenced},
 		{"EngineNeverRunsUncertainKeyAgain", engineUncertain},
+		{"UncertainRecordsAreListed", uncertainListed},
+	}
+}
+
+// uncertainListed: a store that implements idem.UncertainLister lists
+// the uncertain records of a prefix, and only them, until they are
+// resolved.
+func uncertainListed(t testing.TB, s *suite, st idem.Store, key string) {
+	ul, ok := st.(idem.UncertainLister)
+	if !ok {
+		t.Skip("store does not implement idem.UncertainLister")
+	}
+	l := markUncertain(t, st, key+".u1", idem.Response{Status: 504})
+	markUncertain(t, st, key+".u2", idem.Response{Status: 504})
+	done := MustAcquire(t, st, key+".done", fp("a"), long)
+	if err := st.Complete(bg(), done, sampleResponse("done"), long); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	MustAcquire(t, st, key+".running", fp("a"), long)
+	list := func(limit int) map[string]bool {
+		t.Helper()
+		recs, err := ul.ListUncertain(bg(), key+".", limit)
+		if err != nil {
+			t.Fatalf("ListUncertain: %v", err)
+		}
+		got := map[string]bool{}
+		for _, r := range recs {
+			if r.Status != idem.StatusUncertain {
+				t.Fatalf("ListUncertain returned %+v", r)
+			}
+			got[r.Key] = true
+		}
+		return got
+	}
+	if got := list(0); len(got) != 2 || !got[key+".u1"] || !got[key+".u2"] {
+		t.Fatalf("ListUncertain = %v, want %s.u1 and %s.u2", got, key, key)
+	}
+	if got := list(1); len(got) != 1 {
+		t.Fatalf("ListUncertain with limit 1 = %v", got)
+	}
+	if err := uncertainStore(t, st).Resolve(bg(), key+".u1", l.Token, nil, long); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if got := list(0); len(got) != 1 || !got[key+".u2"] {
+		t.Fatalf("ListUncertain after resolving u1 = %v, want %s.u2", got, key)
 	}
 }
 

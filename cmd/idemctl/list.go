@@ -14,22 +14,25 @@ func list(ctx context.Context, e *env, args []string) (int, error) {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
 	stuck := fs.Bool("stuck", false, "")
 	corrupt := fs.Bool("corrupt", false, "")
+	uncertain := fs.Bool("uncertain", false, "")
 	older := fs.Duration("older-than", 0, "")
 	limit := fs.Int("limit", idem.DefaultListLimit, "")
 	pos, err := subFlags(fs, args)
 	switch {
 	case err != nil || len(pos) != 0:
 		return usageError(err, usageList)
-	case *stuck == *corrupt:
-		return usageError(errors.New("give one of --stuck and --corrupt"), usageList)
+	case count(*stuck, *corrupt, *uncertain) != 1:
+		return usageError(errors.New("give one of --stuck, --corrupt and --uncertain"), usageList)
 	case *older < 0:
 		return usageError(fmt.Errorf("--older-than %v is negative", *older), usageList)
 	case *limit < 1:
 		return usageError(fmt.Errorf("--limit %d: want at least 1", *limit), usageList)
-	case *corrupt && *older != 0:
+	case !*stuck && *older != 0:
 		return usageError(errors.New("--older-than applies to --stuck only"), usageList)
 	case *corrupt:
 		return listCorrupt(ctx, e, *limit)
+	case *uncertain:
+		return listUncertain(ctx, e, *limit)
 	}
 	recs, err := listStuck(ctx, e, *older, *limit)
 	if err != nil {
@@ -61,6 +64,40 @@ func listStuck(ctx context.Context, e *env, older time.Duration, limit int) ([]*
 		return nil, errors.New("the store cannot list keys")
 	}
 	return lister.ListStuck(ctx, older, limit)
+}
+
+// count returns how many of flags are set.
+func count(flags ...bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
+}
+
+// listUncertain lists the uncertain keys, of --scope only when it is set,
+// with the token idemctl resolve needs.
+func listUncertain(ctx context.Context, e *env, limit int) (int, error) {
+	ul, ok := e.store.(idem.UncertainLister)
+	if !ok {
+		return exitBackend, errors.New("the store cannot list uncertain records")
+	}
+	recs, err := ul.ListUncertain(ctx, e.scopePrefix(), limit)
+	if err != nil {
+		return storeErr(err)
+	}
+	now := time.Now()
+	out := make([]recordJSON, 0, len(recs))
+	lines := []string{fmt.Sprintf("%d uncertain keys", len(recs))}
+	for _, r := range recs {
+		name := nameOf(r.Key)
+		out = append(out, toJSON(name, r, now))
+		lines = append(lines, fmt.Sprintf("%s	token %d	kept until %s", name.column(), r.Token, r.ExpiresAt.UTC().Format(time.RFC3339)))
+	}
+	e.out.print(out, lines...)
+	return exitOK, nil
 }
 
 func listCorrupt(ctx context.Context, e *env, limit int) (int, error) {

@@ -43,6 +43,8 @@ func testResolve(t *testing.T, b backend) {
 		stderr string
 	}{
 		{"inspect shows it", []string{"inspect", "pay-a"}, 0, "status:       uncertain", ""},
+		{"list shows both", []string{"list", "--uncertain"}, 0, "2 uncertain keys", ""},
+		{"list names the token", []string{"list", "--uncertain"}, 0, fmt.Sprintf("token %d", a), ""},
 		{"both modes", []string{"resolve", "pay-a", "--token", fmt.Sprint(a), "--applied", resp, "--not-applied"}, exitUsage, "", "usage: resolve"},
 		{"no token", []string{"resolve", "pay-a", "--not-applied"}, exitUsage, "", "usage: resolve"},
 		{"bad response", []string{"resolve", "pay-a", "--token", fmt.Sprint(a), "--applied", `{"status":99}`}, exitUsage, "", "not in 200..599"},
@@ -52,6 +54,7 @@ func testResolve(t *testing.T, b backend) {
 		{"again refused", []string{"resolve", "pay-a", "--token", fmt.Sprint(a), "--not-applied"}, exitRefused, "is completed", ""},
 		{"not applied", []string{"resolve", "pay-n", "--token", fmt.Sprint(n), "--not-applied"}, 0, "runs as new", `"transition":"resolved"`},
 		{"freed", []string{"inspect", "pay-n"}, exitNotFound, "", "not found"},
+		{"list after", []string{"list", "--uncertain"}, 0, "0 uncertain keys", ""},
 	}
 	for _, tt := range tests {
 		code, out, errs := b.ctl(t, tt.args...)

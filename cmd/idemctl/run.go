@@ -36,7 +36,8 @@ Commands:
                                     and its digest (exit 4)
   list --stuck [--older-than D]     in-progress keys whose lease expired (at least D ago)
   list --corrupt                    keys whose records do not decode, with the reason and digest
-                                    (both: --limit N, at most N keys, default 1000)
+  list --uncertain                  uncertain keys, with the token resolve needs
+                                    (all: --limit N, at most N keys, default 1000)
   release KEY --token N [--force]   fenced release: refused if the key no longer carries token N;
                                     a live lease needs --force
   resolve KEY --token N (--applied RESPONSE | --not-applied)
@@ -292,7 +293,7 @@ func commandNames() []string {
 // The usage lines of the subcommands (after "idemctl [global flags]").
 const (
 	usageInspect      = "inspect KEY"
-	usageList         = "list (--stuck [--older-than D] | --corrupt) [--limit N]"
+	usageList         = "list (--stuck [--older-than D] | --corrupt | --uncertain) [--limit N]"
 	usageRelease      = "release KEY --token N [--force]"
 	usagePurgeCorrupt = "purge-corrupt KEY --confirm DIGEST"
 	usageResolve      = "resolve KEY --token N (--applied RESPONSE | --not-applied) [--retention D]"
@@ -310,11 +311,13 @@ var commands = map[string]command{
 		}},
 	"list": {list, usageList,
 		"  --stuck lists in-progress keys whose lease expired at least D ago (D ≥ 0);\n" +
-			"  --corrupt lists keys whose records do not decode, with the reason and digest.\n" +
+			"  --corrupt lists keys whose records do not decode, with the reason and digest;\n" +
+			"  --uncertain lists uncertain keys with their tokens, for idemctl resolve.\n" +
 			"  At most N keys (N ≥ 1, default 1000). With --scope, only that scope's keys.", true, []string{
 			"idemctl --store redis://127.0.0.1:6379/0 list --stuck",
 			"idemctl --store 'postgres://postgres@127.0.0.1:5432/test' list --stuck --older-than 5m",
 			"idemctl --store redis://127.0.0.1:6379/0 list --corrupt --limit 50",
+			"idemctl --store redis://127.0.0.1:6379/0 list --uncertain",
 		}},
 	"release": {release, usageRelease,
 		"  Releases KEY if it is in progress with token N and its lease expired (a live\n" +

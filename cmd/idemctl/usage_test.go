@@ -29,7 +29,7 @@ func TestIdemctlUsageErrors(t *testing.T) {
 		{"negative limit", true, []string{"list", "--stuck", "--limit", "-1"}, exitUsage, "", "--limit -1: want at least 1"},
 		{"zero limit", true, []string{"list", "--corrupt", "--limit", "0"}, exitUsage, "", "--limit 0"},
 		{"limit not a number", true, []string{"list", "--stuck", "--limit", "x"}, exitUsage, "", `invalid value "x" for flag -limit`},
-		{"list of nothing", true, []string{"list"}, exitUsage, "", "give one of --stuck and --corrupt"},
+		{"list of nothing", true, []string{"list"}, exitUsage, "", "give one of --stuck, --corrupt and --uncertain"},
 		{"list of both", true, []string{"list", "--stuck", "--corrupt"}, exitUsage, "", "give one of"},
 		{"older-than with corrupt", true, []string{"list", "--corrupt", "--older-than", "1m"}, exitUsage, "", "--stuck only"},
 		{"stats with a scope", true, []string{"--scope", "acme", "stats"}, exitUsage, "", "--scope does not apply"},

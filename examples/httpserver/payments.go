@@ -82,6 +82,10 @@ func createPayment(w http.ResponseWriter, r *http.Request, l *ledger, charge cha
 	var req struct {
 		Amount   int64  `json:"amount"`
 		Currency string `json:"currency"`
+		// Meta and ClientRef are the client's own: not part of the
+		// payment (--fingerprint-exclude can leave them out).
+		Meta      json.RawMessage `json:"meta"`
+		ClientRef string          `json:"client_ref"`
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()

@@ -19,6 +19,8 @@ type serviceOptions struct {
 	downstream string
 	flaw       string
 	policy     string // --replay-policy
+	fpExclude  string // --fingerprint-exclude: JSON pointers, comma-separated
+	fpPolicy   string // --fingerprint-policy: the id stored with each record
 
 	// recovery: charges are fenced by the lease's token (a durable store,
 	// no flaw; see recovery.go). Set by run, not a flag.
@@ -31,7 +33,30 @@ func addServiceFlags(fs *flag.FlagSet) *serviceOptions {
 	fs.StringVar(&o.downstream, "downstream", "", "payment provider URL charged once per payment (POST URL/charges, URL/transfers for a transfer, with the Idempotency-Key); empty: none")
 	fs.StringVar(&o.policy, "replay-policy", "ietf", "which responses are stored and replayed: ietf (2xx and 4xx), stripe (errors too) or cache-2xx-only")
 	fs.StringVar(&o.flaw, "flaw", "", "known-bad idempotency design to run instead of the correct one: "+strings.Join(flawNames(), ", "))
+	fs.StringVar(&o.fpExclude, "fingerprint-exclude", "", "JSON members the fingerprint leaves out (a subset policy), as comma-separated JSON pointers: /meta,/client_ref")
+	fs.StringVar(&o.fpPolicy, "fingerprint-policy", "", "id of the fingerprint policy, stored with each record (empty: payments/exclude-v1 with --fingerprint-exclude, none without)")
 	return o
+}
+
+// fingerprint returns the middleware's fingerprint and its policy id from
+// --fingerprint-exclude and --fingerprint-policy; nil without an exclusion
+// (the middleware's default fingerprint).
+func (o *serviceOptions) fingerprint() (idemhttp.FingerprintFunc, string, error) {
+	id := o.fpPolicy
+	if id == "" && o.fpExclude != "" {
+		id = "payments/exclude-v1"
+	}
+	if err := idem.ValidatePolicy(id); err != nil {
+		return nil, "", fmt.Errorf("--fingerprint-policy: %w", err)
+	}
+	if o.fpExclude == "" {
+		return nil, id, nil
+	}
+	f, err := idemhttp.NewFingerprintPolicy(idemhttp.FingerprintOptions{Policy: id, JSONExclude: strings.Split(o.fpExclude, ",")})
+	if err != nil {
+		return nil, "", fmt.Errorf("--fingerprint-exclude: %w", err)
+	}
+	return f, id, nil
 }
 
 // check reports an unknown flaw.
@@ -42,7 +67,8 @@ func (o *serviceOptions) check() error {
 	if _, err := idemhttp.ParseReplayPolicy(o.policy); err != nil {
 		return fmt.Errorf("--replay-policy: %w", err)
 	}
-	return nil
+	_, _, err := o.fingerprint()
+	return err
 }
 
 // chargeFunc charges the payment provider for the request's payment and
@@ -75,6 +101,7 @@ func newService(eng *idem.Engine, l *ledger, logger *log.Logger, opts serviceOpt
 		Scope:        func(r *http.Request) string { return r.URL.Path },
 		ReplayPolicy: idemhttp.ReplayPolicy(opts.policy),
 	}
+	mwOpts.Fingerprint, mwOpts.FingerprintPolicy, _ = opts.fingerprint() // checked by check
 	charge := newCharger(opts.downstream, opts.recovery)
 	create := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		createPayment(w, r, l, charge)

@@ -35,7 +35,7 @@ type FingerprintPolicy struct {
 // proto message, or a path that names no field of the request's message
 // (nor of a message field on its way), is an error: the call gets
 // InvalidArgument, and the configuration must be fixed.
-func (p FingerprintPolicy) Func() func(ctx context.Context, fullMethod string, req any) (idem.Fingerprint, error) {
+func (p FingerprintPolicy) Func() FingerprintFunc {
 	split := func(paths []string) [][]string {
 		if paths == nil {
 			return nil

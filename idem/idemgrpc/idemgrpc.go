@@ -12,10 +12,21 @@
 //
 //	code                when
 //	InvalidArgument     key missing (unless Options.Optional), repeated, malformed
-//	FailedPrecondition  the key was used with a different request (method or message)
+//	FailedPrecondition  the key was used with a different request (method or
+//	                    message); ErrorInfo reason FINGERPRINT_MISMATCH
+//	FailedPrecondition  the key's outcome is uncertain (idem.ErrUncertain): it
+//	                    may or may not have been processed and will not be
+//	                    again until an operator resolves it; ErrorInfo reason
+//	                    OPERATION_UNCERTAIN with metadata safe_new_key=false
+//	FailedPrecondition  the key was stored under a fingerprint policy the
+//	                    server no longer knows (idem.ErrPolicyChanged);
+//	                    ErrorInfo reason POLICY_CHANGED, safe_new_key=false
 //	Aborted             a call with this key is in progress; carries a RetryInfo
 //	                    detail with Options.RetryAfter
 //	Unavailable         the idempotency store failed; the handler did not run
+//
+// The ErrorInfo details have domain ErrorDomain; clients tell the three
+// FailedPrecondition answers apart by their reason.
 //
 // A replayed answer carries the response header idempotency-replayed: true.
 // Requests and responses must be proto messages: the request's
@@ -62,6 +73,18 @@ const (
 	DefaultRetryAfter = time.Second
 )
 
+// ErrorDomain is the domain of the interceptor's ErrorInfo details, and
+// the ErrorInfo reasons it sends.
+const (
+	ErrorDomain               = "idembench.idemgrpc"
+	ReasonFingerprintMismatch = "FINGERPRINT_MISMATCH"
+	ReasonOperationUncertain  = "OPERATION_UNCERTAIN"
+	ReasonPolicyChanged       = "POLICY_CHANGED"
+)
+
+// FingerprintFunc computes the fingerprint of a call (Options.Fingerprint).
+type FingerprintFunc = func(ctx context.Context, fullMethod string, req any) (idem.Fingerprint, error)
+
 // Header names inside a stored idem.Response.
 const (
 	headerType    = "grpc-message-type"
@@ -81,7 +104,30 @@ type Options struct {
 	Scope func(ctx context.Context) string
 	// Fingerprint identifies the request. Nil means the full method name
 	// and the request's deterministic proto encoding.
-	Fingerprint func(ctx context.Context, fullMethod string, req any) (idem.Fingerprint, error)
+	Fingerprint FingerprintFunc
+	// FingerprintPolicy is the id of Fingerprint's policy (its
+	// FingerprintPolicy.Policy, "payments/v2"), stored with each new record
+	// on a store that keeps ids (idem.PolicyStore), so that a call is
+	// compared with a key under the policy the key was stored with. It
+	// must satisfy idem.ValidatePolicy (UnaryServerInterceptor panics
+	// otherwise). Empty means not named.
+	FingerprintPolicy string
+	// PriorPolicies are the fingerprint policies used before, by id: a
+	// call whose key is stored under one of them is compared under it (the
+	// same call replays, another gets FailedPrecondition
+	// FINGERPRINT_MISMATCH); a key stored under an id neither current nor
+	// listed gets FailedPrecondition POLICY_CHANGED. Nil means none.
+	PriorPolicies map[string]FingerprintFunc
+	// UncertainCode, when set, names the handler's error codes that mean
+	// the handler cannot tell whether its effect happened (a
+	// DeadlineExceeded from a payment provider, say). Such an error is not
+	// stored: the key is recorded uncertain (idem.ErrUncertain; on a store
+	// without idem.UncertainStore it stays in progress for a take-over
+	// instead), and this call and every later one get FailedPrecondition
+	// OPERATION_UNCERTAIN until an operator resolves the key (idemctl
+	// resolve). It is asked before StoreCode. Nil means no code is
+	// uncertain.
+	UncertainCode func(codes.Code) bool
 	// StoreCode decides whether a handler error with this code is stored
 	// and replayed (true) or releases the key (false). Nil means
 	// InvalidArgument, NotFound, AlreadyExists, FailedPrecondition and
@@ -115,6 +161,14 @@ func UnaryServerInterceptor(e *idem.Engine, opts Options) grpc.UnaryServerInterc
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = DefaultRetryAfter
 	}
+	if err := idem.ValidatePolicy(opts.FingerprintPolicy); err != nil {
+		panic("idemgrpc: Options.FingerprintPolicy: " + err.Error())
+	}
+	for id := range opts.PriorPolicies {
+		if err := idem.ValidatePolicy(id); err != nil || id == "" {
+			panic(fmt.Sprintf("idemgrpc: Options.PriorPolicies: id %q: a valid, non-empty policy id is required (%v)", id, err))
+		}
+	}
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if opts.Guard != nil && !opts.Guard(info.FullMethod) {
 			return handler(ctx, req)
@@ -146,11 +200,28 @@ func UnaryServerInterceptor(e *idem.Engine, opts Options) grpc.UnaryServerInterc
 			out        any
 			handlerErr error
 		)
-		res, err := e.DoScoped(ctx, scope, key, fp, func(ctx context.Context) (idem.Response, error) {
+		claim := idem.Claim{Fingerprint: fp, Policy: opts.FingerprintPolicy}
+		if opts.PriorPolicies != nil {
+			claim.Prior = func(id string, stored idem.Fingerprint) (known, same bool) {
+				f, ok := opts.PriorPolicies[id]
+				if !ok {
+					return false, false
+				}
+				pfp, err := f(ctx, info.FullMethod, req)
+				if err != nil {
+					return false, false // cannot compare: policy_changed, never a guessed mismatch
+				}
+				return true, pfp == stored
+			}
+		}
+		res, err := e.DoClaim(ctx, scope, key, claim, func(ctx context.Context) (idem.Response, error) {
 			ran = true
 			out, handlerErr = handler(ctx, req)
-			return outcome(out, handlerErr, opts.StoreCode)
+			return outcome(out, handlerErr, opts.StoreCode, opts.UncertainCode)
 		})
+		if ran && errors.Is(err, idem.ErrUncertain) {
+			return nil, uncertainStatus()
+		}
 		if ran {
 			// The handler ran: its answer goes to the client even if
 			// recording it failed (its side effect happened).
@@ -175,10 +246,13 @@ func invalidKey(key string) error {
 }
 
 // outcome turns the handler's answer into the engine function's result.
-func outcome(out any, herr error, store func(codes.Code) bool) (idem.Response, error) {
+func outcome(out any, herr error, store, uncertain func(codes.Code) bool) (idem.Response, error) {
 	if herr != nil {
 		st := status.Convert(herr)
 		resp := idem.Response{Status: int(st.Code()), Header: map[string][]string{headerMessage: {st.Message()}}}
+		if uncertain != nil && uncertain(st.Code()) {
+			return resp, idem.MarkAmbiguous(herr)
+		}
 		if !store(st.Code()) {
 			return resp, &errRelease{err: herr}
 		}
@@ -203,8 +277,14 @@ func answer(ctx context.Context, res idem.Result, err error, retryAfter time.Dur
 		_ = grpc.SetHeader(ctx, metadata.Pairs(ReplayedKey, "true"))
 		return replay(res.Response)
 	case errors.Is(err, idem.ErrFingerprintMismatch):
-		return nil, status.Error(codes.FailedPrecondition,
+		return nil, withInfo(codes.FailedPrecondition, ReasonFingerprintMismatch, nil,
 			"idempotency key already used by a different request (method or message differ); use a new key")
+	case errors.Is(err, idem.ErrUncertain):
+		return nil, uncertainStatus()
+	case errors.Is(err, idem.ErrPolicyChanged):
+		return nil, withInfo(codes.FailedPrecondition, ReasonPolicyChanged, map[string]string{"safe_new_key": "false"},
+			"idempotency key stored under a fingerprint policy the server no longer knows; the call cannot be compared "+
+				"with the one that used the key and was not processed; the key cannot be used until it expires")
 	case errors.Is(err, idem.ErrInProgress):
 		st, derr := status.New(codes.Aborted, "a call with this idempotency key is in progress; retry later with the same key").
 			WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
@@ -216,6 +296,23 @@ func answer(ctx context.Context, res idem.Result, err error, retryAfter time.Dur
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	return nil, status.Error(codes.Unavailable, "the idempotency store is unavailable; the call was not processed")
+}
+
+// uncertainStatus is the answer for a key whose outcome is uncertain.
+func uncertainStatus() error {
+	return withInfo(codes.FailedPrecondition, ReasonOperationUncertain, map[string]string{"safe_new_key": "false"},
+		"the call with this idempotency key may or may not have been processed; it will not be processed again "+
+			"until the operator resolves it, and a call with a new key may be processed twice")
+}
+
+// withInfo returns a status with code and msg and an ErrorInfo detail of
+// ErrorDomain with reason and meta.
+func withInfo(code codes.Code, reason string, meta map[string]string, msg string) error {
+	st, err := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: meta})
+	if err != nil {
+		return status.Error(code, msg)
+	}
+	return st.Err()
 }
 
 // replay rebuilds the stored answer: the message, or the stored status.

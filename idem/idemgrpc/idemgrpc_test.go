@@ -33,8 +33,9 @@ import (
 const method = "/idembench.test.Payments/Charge"
 
 // payments is the service: Charge takes a StringValue and answers a Struct
-// naming the run. The value picks the behaviour: "notfound" and
-// "unavailable" fail with those codes, "block" waits for release.
+// naming the run. The value picks the behaviour: "notfound",
+// "unavailable" and "timeout" fail with NotFound, Unavailable and
+// DeadlineExceeded, "block" waits for release.
 type payments struct {
 	runs    atomic.Int64
 	release chan struct{}
@@ -48,6 +49,8 @@ func (p *payments) charge(_ context.Context, in *wrapperspb.StringValue) (*struc
 		return nil, status.Error(codes.NotFound, "no such card")
 	case "unavailable":
 		return nil, status.Error(codes.Unavailable, "bank down")
+	case "timeout":
+		return nil, status.Error(codes.DeadlineExceeded, "bank timed out")
 	case "block":
 		p.started <- struct{}{}
 		<-p.release

@@ -136,3 +136,7 @@ func (s prefixStore) MarkUncertain(ctx context.Context, l *idem.Lease, resp idem
 func (s prefixStore) Resolve(ctx context.Context, key string, token idem.Token, applied *idem.Response, retention time.Duration) error {
 	return s.Store.(idem.UncertainStore).Resolve(ctx, s.key(key), token, applied, retention)
 }
+
+func (s prefixStore) AcquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
+	return s.Store.(idem.PolicyStore).AcquirePolicy(ctx, s.key(key), fp, policy, ttl)
+}

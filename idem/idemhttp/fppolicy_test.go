@@ -1,6 +1,7 @@
 package idemhttp_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -104,5 +105,66 @@ func TestFingerprintPolicyChange(t *testing.T) {
 	}
 	if n := c.runs.Load(); n != 2 {
 		t.Fatalf("handler ran %d times, want 2", n)
+	}
+}
+
+// TestFingerprintPolicyStoredWithRecord: the policy id goes with the
+// record, so after a policy change a key is compared under the policy it
+// was stored with: a retry replays (PriorPolicies knows v1), a different
+// request gets 422, and a middleware that forgot v1 answers 409
+// policy_changed for both, never a replay and never a 422 it cannot know.
+func TestFingerprintPolicyStoredWithRecord(t *testing.T) {
+	store := newStore(t)
+	e := idem.New(store)
+	v1 := idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v1"})
+	v2 := idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v2", JSONExclude: []string{"/trace"}})
+	c := &counter{}
+	before := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v1, FingerprintPolicy: "pay/v1"})(c)
+	after := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v2, FingerprintPolicy: "pay/v2",
+		PriorPolicies: map[string]idemhttp.FingerprintFunc{"pay/v1": v1}})(c)
+	forgot := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v2, FingerprintPolicy: "pay/v2"})(c)
+
+	if w := serve(before, request("POST", "/p", "k", `{"amount":1,"trace":"a"}`)); w.Code != http.StatusCreated {
+		t.Fatalf("first: %d", w.Code)
+	}
+	if rec, err := store.Get(context.Background(), "k"); err != nil || rec.FingerprintPolicy != "pay/v1" {
+		t.Fatalf("stored record: %+v, %v; want policy pay/v1", rec, err)
+	}
+	for _, body := range []string{`{"amount":1,"trace":"a"}`, `{"amount":2,"trace":"a"}`} {
+		w := serve(forgot, request("POST", "/p", "k", body))
+		p := problem(t, w)
+		if w.Code != http.StatusConflict || p.Reason != idemhttp.ReasonPolicyChanged || p.Type != idemhttp.ProblemTypePolicyChanged ||
+			p.SafeNewKey == nil || *p.SafeNewKey || p.Retry != idemhttp.RetryNone {
+			t.Fatalf("v2 without v1, body %s: %d %+v; want 409 policy_changed, safe_new_key false", body, w.Code, p)
+		}
+	}
+	w := serve(after, request("POST", "/p", "k", `{"trace":"a","amount":1}`))
+	if w.Code != http.StatusCreated || w.Header().Get(idemhttp.ReplayedHeader) != "true" {
+		t.Fatalf("v2 knowing v1: %d %v; want the stored 201 replayed", w.Code, w.Header())
+	}
+	if w := serve(after, request("POST", "/p", "k", `{"amount":1,"trace":"b"}`)); w.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("v2 knowing v1, a trace v1 counted: %d, want 422 (a different request under v1)", w.Code)
+	}
+	if w := serve(after, request("POST", "/p", "k2", `{"amount":1,"trace":"a"}`)); w.Code != http.StatusCreated {
+		t.Fatalf("new key under v2: %d", w.Code)
+	}
+	if rec, err := store.Get(context.Background(), "k2"); err != nil || rec.FingerprintPolicy != "pay/v2" {
+		t.Fatalf("record of the new key: %+v, %v; want policy pay/v2", rec, err)
+	}
+	if w := serve(forgot, request("POST", "/p", "k2", `{"amount":2,"trace":"a"}`)); w.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("a different request under the key's own policy: %d, want 422", w.Code)
+	}
+	if n := c.runs.Load(); n != 2 {
+		t.Fatalf("handler ran %d times, want 2", n)
+	}
+	for _, bad := range []idemhttp.Options{{FingerprintPolicy: "pay v2"}, {PriorPolicies: map[string]idemhttp.FingerprintFunc{"": v1}}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Middleware accepted %+v", bad)
+				}
+			}()
+			idemhttp.Middleware(e, bad)
+		}()
 	}
 }

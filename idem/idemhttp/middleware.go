@@ -64,11 +64,30 @@ type Options struct {
 	// zero FingerprintOptions (method, path, query, media type and body,
 	// JSON canonicalized).
 	Fingerprint FingerprintFunc
-	// PriorFingerprints are the fingerprint policies used before
-	// Fingerprint (FingerprintOptions.Policy names each version). A request
-	// whose key is stored with another fingerprint is checked against
-	// each of them in order: if one gives the stored fingerprint, the
-	// request is answered as it would have been under that policy (the
+	// FingerprintPolicy is the id of Fingerprint's policy (its
+	// FingerprintOptions.Policy, "payments/v2"), stored with every new
+	// record on a store that keeps ids (idem.PolicyStore: the memory,
+	// Redis, PostgreSQL and DynamoDB stores), so that a request is always
+	// compared with a key under the policy the key was stored with. Change
+	// it whenever the policy changes, and list the previous policy in
+	// PriorPolicies for as long as its keys are retained. It must satisfy
+	// idem.ValidatePolicy (Middleware panics otherwise). Empty means not
+	// named.
+	FingerprintPolicy string
+	// PriorPolicies are the fingerprint policies used before, by id. A
+	// request whose key is stored under id P (not FingerprintPolicy) is
+	// fingerprinted with PriorPolicies[P]: the same request under P is
+	// answered as it was then (the stored response replayed), a different
+	// one gets 422. A key stored under an id that is neither
+	// FingerprintPolicy nor listed here gets 409 policy_changed: never a
+	// replay of what may be another request's response, never a 422 that
+	// may be false. Nil means none.
+	PriorPolicies map[string]FingerprintFunc
+	// PriorFingerprints are earlier policies for keys stored without a
+	// policy id (before ids were kept, by a store that keeps none, or
+	// while FingerprintPolicy was empty): such a key is checked against
+	// each of them in order, and one that gives the stored fingerprint
+	// answers the request as it would have been under that policy (the
 	// stored response replayed), not with 422. Nil means none.
 	PriorFingerprints []FingerprintFunc
 	// MaxRequestBody limits the buffered request body in bytes; a larger one
@@ -165,7 +184,9 @@ func (e *UncertainError) Error() string {
 
 // Middleware returns middleware that runs guarded requests through e, at
 // most once per idempotency key, as the package doc describes. It panics if
-// e is nil, or, when applied, if the handler is nil.
+// e is nil, if a fingerprint policy id of opts is invalid
+// (idem.ValidatePolicy; a PriorPolicies id must not be empty either), or,
+// when applied, if the handler is nil.
 func Middleware(e *idem.Engine, opts Options) func(http.Handler) http.Handler {
 	if e == nil {
 		panic("idemhttp: Middleware with nil Engine")
@@ -184,6 +205,14 @@ func Middleware(e *idem.Engine, opts Options) func(http.Handler) http.Handler {
 	}
 	if h.opts.Fingerprint == nil {
 		h.opts.Fingerprint = defaultFingerprint
+	}
+	if err := idem.ValidatePolicy(opts.FingerprintPolicy); err != nil {
+		panic("idemhttp: Options.FingerprintPolicy: " + err.Error())
+	}
+	for id := range opts.PriorPolicies {
+		if err := idem.ValidatePolicy(id); err != nil || id == "" {
+			panic(fmt.Sprintf("idemhttp: Options.PriorPolicies: id %q: a valid, non-empty policy id is required (%v)", id, err))
+		}
 	}
 	if h.opts.MaxRequestBody == 0 {
 		h.opts.MaxRequestBody = DefaultMaxRequestBody

@@ -31,7 +31,19 @@ const (
 	// false: until an operator resolves the key, the same key gets this
 	// answer again and a new key may perform the effect twice.
 	ReasonOperationUncertain = "operation_uncertain"
+	// ReasonPolicyChanged is the reason of the 409 answered for a key
+	// stored under a fingerprint policy the middleware no longer knows
+	// (idem.ErrPolicyChanged: neither Options.FingerprintPolicy nor one of
+	// Options.PriorPolicies), with Type ProblemTypePolicyChanged and
+	// SafeNewKey false: the request cannot be compared with the one that
+	// used the key, so it is neither replayed nor refused as different, and
+	// a new key may perform the effect twice if it was the same request.
+	ReasonPolicyChanged = "policy_changed"
 )
+
+// ProblemTypePolicyChanged is the problem type of a key stored under an
+// unknown fingerprint policy (ReasonPolicyChanged).
+const ProblemTypePolicyChanged = "urn:idembench:problem:fingerprint-policy-changed"
 
 // ProblemTypeUncertain is the problem type of an uncertain outcome
 // (ReasonOperationUncertain).
@@ -68,6 +80,7 @@ var retryAdvice = map[string]string{
 	ReasonUnreplayableResponse: RetryNone,
 	ReasonResponseTooLarge:     RetryNone,
 	ReasonOperationUncertain:   RetryNone,
+	ReasonPolicyChanged:        RetryNone,
 }
 
 // Problem is the JSON problem document (RFC 9457) the middleware writes.
@@ -94,8 +107,11 @@ func newProblem(status int, reason, detail string) Problem {
 		Type: "about:blank", Title: http.StatusText(status), Status: status,
 		Detail: detail, Reason: reason, Retry: retryAdvice[reason],
 	}
-	if reason == ReasonOperationUncertain {
+	switch reason {
+	case ReasonOperationUncertain:
 		p.Type, p.Title, p.SafeNewKey = ProblemTypeUncertain, "Operation outcome uncertain", new(false)
+	case ReasonPolicyChanged:
+		p.Type, p.Title, p.SafeNewKey = ProblemTypePolicyChanged, "Fingerprint policy changed", new(false)
 	}
 	return p
 }

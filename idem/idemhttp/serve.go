@@ -76,21 +76,43 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		resp, fnErr = h.outcome(c)
 		return resp, fnErr
 	}
-	res, err := h.engine.DoScoped(r.Context(), scope, key, fp, fn)
-	for _, prior := range h.opts.PriorFingerprints {
-		if c != nil || !errors.Is(err, idem.ErrFingerprintMismatch) {
-			break
-		}
-		// The key may have been stored under an earlier policy.
-		if pfp, perr := prior(r, body); perr == nil && pfp != fp {
-			res, err = h.engine.DoScoped(r.Context(), scope, key, pfp, fn)
-		}
+	claim := idem.Claim{Fingerprint: fp, Policy: h.opts.FingerprintPolicy}
+	if h.opts.PriorPolicies != nil || h.opts.PriorFingerprints != nil {
+		claim.Prior = h.prior(r, body)
 	}
+	res, err := h.engine.DoClaim(r.Context(), scope, key, claim, fn)
 	if c != nil {
 		h.afterRun(w, r, c, err, fnErr)
 		return
 	}
 	h.respond(w, r, res, err)
+}
+
+// prior is idem.Claim.Prior for the request r with body: a record stored
+// under id is compared with PriorPolicies[id], one stored without an id
+// with each of PriorFingerprints. A policy that cannot fingerprint the
+// request counts as unknown (the key is then answered policy_changed,
+// never a guessed 422).
+func (h *handler) prior(r *http.Request, body []byte) func(id string, stored idem.Fingerprint) (known, same bool) {
+	return func(id string, stored idem.Fingerprint) (known, same bool) {
+		if id == "" {
+			for _, f := range h.opts.PriorFingerprints {
+				if pfp, err := f(r, body); err == nil && pfp == stored {
+					return true, true
+				}
+			}
+			return len(h.opts.PriorFingerprints) > 0, false
+		}
+		f, ok := h.opts.PriorPolicies[id]
+		if !ok {
+			return false, false
+		}
+		pfp, err := f(r, body)
+		if err != nil {
+			return false, false
+		}
+		return true, pfp == stored
+	}
 }
 
 // checkKey checks the client's key as the engine will store it, under the
@@ -231,6 +253,10 @@ func (h *handler) respond(w http.ResponseWriter, r *http.Request, res idem.Resul
 		h.writeProblem(w, http.StatusServiceUnavailable, ReasonAborted, "execution aborted by a fault hook", h.retryAfter)
 	case errors.Is(err, idem.ErrUncertain):
 		h.writeUncertain(w)
+	case errors.Is(err, idem.ErrPolicyChanged):
+		h.writeProblem(w, http.StatusConflict, ReasonPolicyChanged,
+			"this key was stored under a fingerprint policy the server no longer knows, so the request cannot be "+
+				"compared with the one that used it; it was not processed, and the key cannot be used until it expires", 0)
 	default:
 		if r.Context().Err() == nil {
 			h.onError(r, err)

@@ -7,11 +7,15 @@ import (
 )
 
 // BenchmarkBatch prints messages/s of 8 consumers with Do per message and
-// with DoBatch over 100 messages, and their ratio (target ≥ 5):
+// with DoBatch over 100 messages, and their ratio (target ≥ 5). With
+// IDEM_BENCH_RTT (such as 500us) the pool reaches PostgreSQL through a
+// proxy that adds that round trip (see BenchmarkPostgres):
 //
 //	go test -run '^$' -bench Batch -benchtime 1x ./backends/pgstore/
+//	IDEM_BENCH_RTT=500us go test -run '^$' -bench Batch -benchtime 1x ./backends/pgstore/
 func BenchmarkBatch(b *testing.B) {
-	storetest.BenchBatch(b, newStore(b, Options{}), nil, nil)
+	s, reportRTT := benchStore(b, Options{})
+	storetest.BenchBatch(b, s, nil, func(storetest.BatchRates) { reportRTT(b) })
 }
 
 // BenchmarkLoneCallerCoalesced prints the p50 latency of a single caller's
@@ -20,5 +24,7 @@ func BenchmarkBatch(b *testing.B) {
 //
 //	go test -run '^$' -bench LoneCaller -benchtime 1x ./backends/pgstore/
 func BenchmarkLoneCallerCoalesced(b *testing.B) {
-	storetest.BenchLoneCaller(b, newStore(b, Options{}))
+	s, reportRTT := benchStore(b, Options{})
+	storetest.BenchLoneCaller(b, s)
+	reportRTT(b)
 }

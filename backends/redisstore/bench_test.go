@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/idem"
-	"github.com/idembench/idembench/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,9 +39,12 @@ const (
 // costs over a bare HSET on the server. Records are kept for an hour, so
 // that no key expires during the run (Redis's expiry cycle would add its
 // work to whichever side is running); the test's cleanup deletes them.
-// With -v it logs every round:
+// With -v it logs every round. With IDEM_BENCH_RTT (such as 500us) the
+// client reaches Redis through a proxy that adds that round trip, and the
+// benchmark also reports the added round trip it measured (added-rtt-µs):
 //
 //	IDEM_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench BenchmarkRedis ./backends/redisstore/
+//	IDEM_BENCH_RTT=500us go test -run '^$' -bench BenchmarkRedis ./backends/redisstore/
 func BenchmarkRedis(b *testing.B) { benchRedis(b) }
 
 // BenchmarkRedisCoalesced is BenchmarkRedis with idem.WithCoalescing:
@@ -55,13 +57,7 @@ func BenchmarkRedisCoalesced(b *testing.B) {
 }
 
 func benchRedis(b *testing.B, opts ...idem.Option) {
-	opt, err := redis.ParseURL(testenv.RedisURL(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	opt.PoolSize = 128 // every caller gets a connection
-	client := redis.NewClient(opt)
-	b.Cleanup(func() { _ = client.Close() })
+	client, reportRTT := benchClient(b, 128) // every caller gets a connection
 	store := newStore(b, client, Options{TakeoverGrace: time.Hour})
 	engine := idem.New(store, append([]idem.Option{idem.WithRetention(time.Hour)}, opts...)...)
 	b.Cleanup(func() { _ = engine.Close() })
@@ -116,6 +112,7 @@ func benchRedis(b *testing.B, opts ...idem.Option) {
 				b.ReportMetric(median(ratio), "ratio")
 				b.ReportMetric(median(doUS), "redis-us/do")
 				b.ReportMetric(median(rawUS), "redis-us/bare")
+				reportRTT(b)
 			}
 		})
 	}

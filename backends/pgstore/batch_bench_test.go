@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/idembench/idembench/backends/storetest"
+	"github.com/idembench/idembench/idem"
 )
 
 // BenchmarkBatch prints messages/s of 8 consumers with Do per message and
@@ -27,4 +28,15 @@ func BenchmarkLoneCallerCoalesced(b *testing.B) {
 	s, reportRTT := benchStore(b, Options{})
 	storetest.BenchLoneCaller(b, s)
 	reportRTT(b)
+}
+
+// BenchmarkCoalescing prints, at 1 to 256 concurrent callers, Do calls per
+// second with the plain engine and with idem.WithCoalescing on one store
+// (a pool of 32 connections), and their ratio (target ≥ 0.97 everywhere):
+//
+//	go test -run '^$' -bench Coalescing -benchtime 1x ./backends/pgstore/
+//	IDEM_BENCH_RTT=500us go test -run '^$' -bench Coalescing -benchtime 1x ./backends/pgstore/
+func BenchmarkCoalescing(b *testing.B) {
+	s, reportRTT := benchStore(b, Options{})
+	storetest.BenchCoalescing(b, s, reportRTT, idem.WithCoalescing(idem.CoalesceOptions{}))
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/idembench/idembench/backends/storetest"
+	"github.com/idembench/idembench/idem"
 )
 
 // BenchmarkBatch prints messages/s of 8 consumers with Do per message and
@@ -41,4 +42,15 @@ func BenchmarkLoneCallerCoalesced(b *testing.B) {
 	client, reportRTT := benchClient(b, 0)
 	storetest.BenchLoneCaller(b, newStore(b, client, Options{}))
 	reportRTT(b)
+}
+
+// BenchmarkCoalescing prints, at 1 to 256 concurrent callers, Do calls per
+// second with the plain engine and with idem.WithCoalescing on one store
+// (go-redis's default pool), and their ratio (target ≥ 0.97 everywhere):
+//
+//	go test -run '^$' -bench Coalescing -benchtime 1x ./backends/redisstore/
+//	IDEM_BENCH_RTT=500us go test -run '^$' -bench Coalescing -benchtime 1x ./backends/redisstore/
+func BenchmarkCoalescing(b *testing.B) {
+	client, reportRTT := benchClient(b, 0)
+	storetest.BenchCoalescing(b, newStore(b, client, Options{}), reportRTT, idem.WithCoalescing(idem.CoalesceOptions{}))
 }

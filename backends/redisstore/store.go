@@ -32,6 +32,7 @@ var (
 	_ idem.Store         = (*Store)(nil)
 	_ idem.Waiter        = (*Store)(nil)
 	_ idem.BatchStore    = (*Store)(nil)
+	_ idem.PoolSizer     = (*Store)(nil)
 	_ idem.Lister        = (*Store)(nil)
 	_ idem.PrefixLister  = (*Store)(nil)
 	_ idem.Statter       = (*Store)(nil)
@@ -330,4 +331,14 @@ func replyToken(res []any, i int) (idem.Token, bool) {
 // between scripts and code, never a valid outcome.
 func unexpected(op string, res []any) error {
 	return idem.BackendError(op, fmt.Errorf("redisstore: unexpected script reply %v", res))
+}
+
+// PoolSize implements idem.PoolSizer: the connection pool size of a
+// single-node client (redis.Client), 0 for a cluster or ring client, whose
+// pools are per node.
+func (s *Store) PoolSize() int {
+	if c, ok := s.client.(*redis.Client); ok {
+		return c.Options().PoolSize
+	}
+	return 0
 }

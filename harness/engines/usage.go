@@ -280,7 +280,9 @@ func (r pgRun) RunUsage() harness.StoreUsage { return r.m.usage() }
 // and waits for a change to a conflict.
 
 func (r redisRun) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
-	return r.m.acquire(ctx, func(ctx context.Context) (*idem.Lease, *idem.Record, error) { return r.Store.Acquire(ctx, key, fp, ttl) })
+	return r.m.acquire(ctx, func(ctx context.Context) (*idem.Lease, *idem.Record, error) {
+		return r.Store.Acquire(ctx, key, fp, ttl)
+	})
 }
 
 func (r redisRun) Heartbeat(ctx context.Context, l *idem.Lease, ttl time.Duration) error {
@@ -308,7 +310,9 @@ func (r redisRun) WaitChange(ctx context.Context, key string) error {
 }
 
 func (r pgRun) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
-	return r.m.acquire(ctx, func(ctx context.Context) (*idem.Lease, *idem.Record, error) { return r.Store.Acquire(ctx, key, fp, ttl) })
+	return r.m.acquire(ctx, func(ctx context.Context) (*idem.Lease, *idem.Record, error) {
+		return r.Store.Acquire(ctx, key, fp, ttl)
+	})
 }
 
 func (r pgRun) Heartbeat(ctx context.Context, l *idem.Lease, ttl time.Duration) error {

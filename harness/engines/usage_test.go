@@ -118,4 +118,3 @@ func TestUsageCountsWhatTheClientSent(t *testing.T) {
 		})
 	}
 }
-

@@ -40,7 +40,11 @@ func (p *Prepared) Finish(o *Outcome) (*Outcome, error) {
 	}
 	ropts := reports.Options{ReplayCommand: o.Replay}
 	if u := o.Usage; u != nil {
-		ropts.Cost = &reports.Cost{Requests: u.Requests, ReadUnits: u.ReadUnits, WriteUnits: u.WriteUnits, Dollars: u.Dollars, Prices: u.Prices}
+		ropts.Cost = &reports.Cost{Requests: u.Requests, ReadUnits: u.ReadUnits, WriteUnits: u.WriteUnits, Dollars: u.Dollars, Prices: u.Prices,
+			RoundTrips: u.RoundTrips, ServerCPUSeconds: u.ServerCPUSeconds, ServerCPU: u.ServerCPU}
+		for _, o := range u.Outcomes {
+			ropts.Cost.Outcomes = append(ropts.Cost.Outcomes, reports.OutcomeCost{Outcome: o.Outcome, Calls: o.Calls, Requests: o.Requests, RoundTrips: o.RoundTrips})
+		}
 	}
 	if !sp.Thresholds.IsZero() {
 		ropts.Thresholds = &sp.Thresholds

@@ -12,30 +12,42 @@ var errShortBatch = errors.New("batch store answered fewer entries than calls")
 
 // CoalesceOptions configures WithCoalescing. Zero fields take the defaults.
 type CoalesceOptions struct {
-	// MaxInFlight is how many batches may be on their way to the store at
-	// once (default 4). A call that finds them all busy waits and leaves
-	// with the next batch.
+	// MaxInFlight is how many claims (and, apart, how many outcome
+	// writes) may be on their way to the store at once; a call that finds
+	// them all busy waits and leaves with the next batch. The default is
+	// the store's PoolSize (PoolSizer): a call is then batched only when
+	// every connection is taken and it would otherwise have waited for
+	// one. A store that does not state a pool size is not coalesced
+	// unless MaxInFlight is set.
 	MaxInFlight int
 	// MaxBatch caps the calls of one batch (default 128).
 	MaxBatch int
 }
 
+// PoolSizer is an optional capability of a Store that sends its requests
+// over a bounded pool of connections: PoolSize returns how many requests
+// it can have under way at once (0 or less: it does not know).
+// WithCoalescing batches only the calls beyond that many.
+type PoolSizer interface {
+	PoolSize() int
+}
+
 // WithCoalescing groups the claims and the outcome writes of concurrent Do
 // calls into batches, when the store is a BatchStore (otherwise it does
-// nothing), the way auto-pipelining clients do: a call that finds fewer
-// than MaxInFlight batches under way is sent at once, alone, as a plain
-// Acquire or Complete; calls that arrive while they are all under way are
-// sent together as the next batch (AcquireBatch, FinishBatch) as soon as one
-// returns. A lone caller therefore never waits for a batch; many callers
-// share round trips. Per key the semantics are unchanged. A call whose
-// context ends while it waits in a batch returns an error that satisfies
-// Ambiguous (the batch may have been sent). Heartbeats and reads are not
-// coalesced.
+// nothing), the way auto-pipelining clients do, but only when calls would
+// wait anyway: a call that finds fewer than MaxInFlight calls of its kind
+// under way (by default, fewer than the store's connections) is sent at
+// once, alone, as a plain Acquire or Complete, exactly as without
+// coalescing; calls that arrive while MaxInFlight are under way are queued
+// and sent together as the next batch (AcquireBatch, FinishBatch) as soon
+// as one of those returns. A lone caller, and any number of callers that
+// the store's pool can serve, never wait for a batch; callers beyond it
+// share round trips instead of queueing for a connection one by one. Per
+// key the semantics are unchanged. A call whose context ends while it
+// waits in a batch returns an error that satisfies Ambiguous (the batch
+// may have been sent). Heartbeats and reads are not coalesced.
 func WithCoalescing(o CoalesceOptions) Option {
 	return func(c *config) {
-		if o.MaxInFlight <= 0 {
-			o.MaxInFlight = 4
-		}
 		if o.MaxBatch <= 0 {
 			o.MaxBatch = 128
 		}
@@ -61,7 +73,15 @@ type finishCall struct {
 	retention time.Duration
 }
 
+// newCoalescing returns st's coalescing front, or nil when there is
+// nothing to coalesce (no MaxInFlight and no pool size).
 func newCoalescing(st Store, bs BatchStore, o CoalesceOptions) *coalescing {
+	if ps, ok := st.(PoolSizer); ok && o.MaxInFlight <= 0 {
+		o.MaxInFlight = ps.PoolSize()
+	}
+	if o.MaxInFlight <= 0 {
+		return nil
+	}
 	c := &coalescing{Store: st}
 	c.acquires = &coalescer[acquireCall, AcquireResult]{max: o.MaxInFlight, maxBatch: o.MaxBatch,
 		single: func(ctx context.Context, a acquireCall) AcquireResult {

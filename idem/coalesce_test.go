@@ -62,3 +62,57 @@ func TestCoalescingGroupsConcurrentClaimsOnly(t *testing.T) {
 		})
 	}
 }
+
+// pooledStore is a slowBatchStore with a pool of size connections.
+type pooledStore struct {
+	*slowBatchStore
+	size int
+}
+
+func (p pooledStore) PoolSize() int { return p.size }
+
+// TestCoalescingBatchesOnlyBeyondThePool runs callers on a store whose
+// pool has 4 connections, with coalescing at its defaults: up to 4
+// callers never have more than 4 claims under way, so none is batched
+// (every claim goes alone, as without coalescing); 32 callers are
+// batched. A BatchStore that states no pool size is never batched.
+func TestCoalescingBatchesOnlyBeyondThePool(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		pool        int // 0: the store is no PoolSizer
+		callers     int
+		wantBatches bool
+	}{
+		{"1 caller, pool 4", 4, 1, false},
+		{"4 callers, pool 4", 4, 4, false},
+		{"32 callers, pool 4", 4, 32, true},
+		{"32 callers, no pool size", 0, 32, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slow := &slowBatchStore{Store: newStore(t)}
+			var st idem.Store = slow
+			if tc.pool > 0 {
+				st = pooledStore{slow, tc.pool}
+			}
+			e := idem.New(st, idem.WithCoalescing(idem.CoalesceOptions{}))
+			defer e.Close()
+			var wg sync.WaitGroup
+			for c := range tc.callers {
+				wg.Go(func() {
+					for i := range 10 {
+						if _, err := e.Do(context.Background(), fmt.Sprintf("k%d-%d", c, i), fpA, ok("x")); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if total := slow.singles.Load() + slow.batched.Load(); total != int64(tc.callers*10) {
+				t.Fatalf("%d claims reached the store, want %d", total, tc.callers*10)
+			}
+			if got := slow.batches.Load() > 0; got != tc.wantBatches {
+				t.Fatalf("%d batches (%d claims in them, %d alone); want batches: %v", slow.batches.Load(), slow.batched.Load(), slow.singles.Load(), tc.wantBatches)
+			}
+		})
+	}
+}

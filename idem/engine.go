@@ -72,7 +72,9 @@ func New(store Store, opts ...Option) *Engine {
 	e.waiter, _ = store.(Waiter)
 	e.ops = store
 	if bs, ok := store.(BatchStore); ok && e.cfg.coalesce != nil {
-		e.ops = newCoalescing(store, bs, *e.cfg.coalesce)
+		if c := newCoalescing(store, bs, *e.cfg.coalesce); c != nil {
+			e.ops = c
+		}
 	}
 	return e
 }

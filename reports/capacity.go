@@ -37,6 +37,13 @@ type CapacityCurve struct {
 	RequestsPerDo       float64
 	DollarsPerMillionDo float64
 	Prices              string
+	// RoundTripsPerDo, ServerCPUMicrosPerDo (ServerCPU: its source, or
+	// "n/a: why") and Outcomes, the cost by what each Do's claim found,
+	// when the store counts them (0, "" and nil otherwise).
+	RoundTripsPerDo      float64
+	ServerCPUMicrosPerDo float64
+	ServerCPU            string
+	Outcomes             []OutcomeCost
 }
 
 // WriteCapacity writes into dir the knee plot (latency percentiles against
@@ -72,16 +79,28 @@ func WriteCapacity(dir string, curves []CapacityCurve, sloP99Ms float64) (string
 // every step, as Markdown.
 func CapacityMarkdownTable(curves []CapacityCurve, sloP99Ms float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Capacity at p99 ≤ %s ms\n\n| configuration | closed-loop calls/s | max sustainable calls/s | requests/Do | $ per million Do |\n|---|---|---|---|---|\n", num(sloP99Ms))
-	var prices []string
+	fmt.Fprintf(&b, "## Capacity at p99 ≤ %s ms\n\n| configuration | closed-loop calls/s | max sustainable calls/s | requests/Do | round trips/Do | server CPU µs/Do | $ per million Do |\n|---|---|---|---|---|---|---|\n", num(sloP99Ms))
+	var prices, cpu []string
+	outcomes := false
 	for _, c := range curves {
 		sus := "none"
 		if c.MaxSustainablePerS > 0 {
 			sus = num(c.MaxSustainablePerS)
 		}
-		req, cost := "—", "—"
+		req, rt, us, cost := "—", "—", "—", "—"
 		if c.RequestsPerDo > 0 {
 			req = fmt.Sprintf("%.2f", c.RequestsPerDo)
+		}
+		if c.RoundTripsPerDo > 0 {
+			rt = fmt.Sprintf("%.2f", c.RoundTripsPerDo)
+		}
+		switch {
+		case strings.HasPrefix(c.ServerCPU, "n/a"):
+			us = "n/a"
+			cpu = append(cpu, c.Label+": "+c.ServerCPU)
+		case c.ServerCPU != "":
+			us = fmt.Sprintf("%.1f", c.ServerCPUMicrosPerDo)
+			cpu = append(cpu, c.Label+": "+c.ServerCPU)
 		}
 		if c.Prices != "" {
 			cost = fmt.Sprintf("%.3f", c.DollarsPerMillionDo)
@@ -89,10 +108,30 @@ func CapacityMarkdownTable(curves []CapacityCurve, sloP99Ms float64) string {
 				prices = append(prices, c.Prices)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", c.Label, num(c.ClosedLoopPerS), sus, req, cost)
+		outcomes = outcomes || len(c.Outcomes) > 0
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", c.Label, num(c.ClosedLoopPerS), sus, req, rt, us, cost)
 	}
-	if len(prices) > 0 {
-		b.WriteString("\nCost of the closed-loop run (— : the store does not count its requests). Prices: " + strings.Join(prices, "; ") + ".\n")
+	if len(prices)+len(cpu) > 0 || outcomes {
+		b.WriteString("\nCost of the closed-loop run, counted at the client (— : the store does not count it).")
+		if len(cpu) > 0 {
+			b.WriteString(" Server CPU: " + strings.Join(cpu, "; ") + ".")
+		}
+		if len(prices) > 0 {
+			b.WriteString(" Prices: " + strings.Join(prices, "; ") + ".")
+		}
+		b.WriteString("\n")
+	}
+	if outcomes {
+		b.WriteString("\n| configuration | outcome | Do calls | requests/Do | round trips/Do |\n|---|---|---|---|---|\n")
+		for _, c := range curves {
+			for _, o := range c.Outcomes {
+				req, rt := "—", "—"
+				if o.Calls > 0 {
+					req, rt = fmt.Sprintf("%.2f", o.RequestsPerDo), fmt.Sprintf("%.2f", o.RoundTripsPerDo)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s |\n", c.Label, o.Outcome, o.Calls, req, rt)
+			}
+		}
 	}
 	b.WriteString("\n| configuration | offered/s | achieved/s | p50 ms | p99 ms | p99.9 ms | errors | verdict | within objective |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range curves {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/idembench/idembench/checker"
@@ -75,6 +76,27 @@ type Cost struct {
 	// there was no call).
 	RequestsPerDo       float64 `json:"requests_per_do"`
 	DollarsPerMillionDo float64 `json:"dollars_per_million_do"`
+	// RoundTrips (0: not counted) and the server's CPU seconds, as
+	// ServerCPU names their source ("n/a: why" when the server exposes
+	// none), also divided by DoCalls.
+	RoundTrips           int64   `json:"round_trips,omitempty"`
+	RoundTripsPerDo      float64 `json:"round_trips_per_do,omitempty"`
+	ServerCPUSeconds     float64 `json:"server_cpu_s,omitempty"`
+	ServerCPUMicrosPerDo float64 `json:"server_cpu_us_per_do,omitempty"`
+	ServerCPU            string  `json:"server_cpu,omitempty"`
+	// Outcomes splits the cost by what each Do's claim found (first
+	// execution, replay, conflict), each divided by its own calls.
+	Outcomes []OutcomeCost `json:"outcomes,omitempty"`
+}
+
+// OutcomeCost is the cost of the Do calls of one outcome.
+type OutcomeCost struct {
+	Outcome         string  `json:"outcome"`
+	Calls           int64   `json:"calls"`
+	Requests        int64   `json:"requests"`
+	RoundTrips      int64   `json:"round_trips"`
+	RequestsPerDo   float64 `json:"requests_per_do"`
+	RoundTripsPerDo float64 `json:"round_trips_per_do"`
 }
 
 // InvariantSummary is one checker.InvariantResult.
@@ -237,6 +259,15 @@ func NewSummary(m *Measurement, rep *checker.Report, opts Options) *Summary {
 		if c.DoCalls > 0 {
 			c.RequestsPerDo = roundTo(float64(c.Requests)/float64(c.DoCalls), 4)
 			c.DollarsPerMillionDo = c.Dollars / float64(c.DoCalls) * 1e6
+			c.RoundTripsPerDo = roundTo(float64(c.RoundTrips)/float64(c.DoCalls), 4)
+			c.ServerCPUMicrosPerDo = roundTo(c.ServerCPUSeconds*1e6/float64(c.DoCalls), 2)
+		}
+		c.Outcomes = slices.Clone(c.Outcomes)
+		for i, o := range c.Outcomes {
+			if o.Calls > 0 {
+				c.Outcomes[i].RequestsPerDo = roundTo(float64(o.Requests)/float64(o.Calls), 4)
+				c.Outcomes[i].RoundTripsPerDo = roundTo(float64(o.RoundTrips)/float64(o.Calls), 4)
+			}
 		}
 		s.Cost = &c
 	}

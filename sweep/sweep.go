@@ -15,6 +15,7 @@ import (
 
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
+	"github.com/idembench/idembench/reports"
 )
 
 // Spec describes a sweep. Zero fields take the defaults given; Validate
@@ -131,6 +132,23 @@ type Step struct {
 	WriteUnits          float64 `json:"write_units,omitempty"`
 	DollarsPerMillionDo float64 `json:"dollars_per_million_do,omitempty"`
 	Prices              string  `json:"prices,omitempty"`
+	// RoundTrips, the server's CPU time per Do (ServerCPU names its
+	// source, or says "n/a" and why) and the cost by outcome (first
+	// execution, replay, conflict), when the store counts them (Redis,
+	// PostgreSQL).
+	RoundTrips           int64                 `json:"round_trips,omitempty"`
+	ServerCPUMicrosPerDo float64               `json:"server_cpu_us_per_do,omitempty"`
+	ServerCPU            string                `json:"server_cpu,omitempty"`
+	Outcomes             []reports.OutcomeCost `json:"outcomes,omitempty"`
+}
+
+// RoundTripsPerDo is the round trips per Do call of s; 0 when the store
+// does not count them.
+func (s Step) RoundTripsPerDo() float64 {
+	if s.DoCalls == 0 {
+		return 0
+	}
+	return float64(s.RoundTrips) / float64(s.DoCalls)
 }
 
 // RequestsPerDo is the backend requests per Do call of s; 0 when the store
@@ -293,6 +311,7 @@ func runStep(ctx context.Context, sp *Spec, t Target, rate float64) (Step, error
 	if c := sum.Cost; c != nil {
 		s.DoCalls, s.Requests, s.ReadUnits, s.WriteUnits = c.DoCalls, c.Requests, c.ReadUnits, c.WriteUnits
 		s.DollarsPerMillionDo, s.Prices = c.DollarsPerMillionDo, c.Prices
+		s.RoundTrips, s.ServerCPUMicrosPerDo, s.ServerCPU, s.Outcomes = c.RoundTrips, c.ServerCPUMicrosPerDo, c.ServerCPU, c.Outcomes
 	}
 	s.Sustainable = rate > 0 && s.Verdict == string(checker.VerdictOK) && lat.Measured > 0 &&
 		s.P99Ms <= ms(sp.SLOP99) && s.ErrorRate <= sp.MaxErrorRate

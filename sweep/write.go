@@ -34,7 +34,9 @@ func (r *Result) CapacityCurves() []reports.CapacityCurve {
 	out := make([]reports.CapacityCurve, len(r.Curves))
 	for i, c := range r.Curves {
 		cc := reports.CapacityCurve{Label: c.Label, ClosedLoopPerS: c.ClosedLoop.Achieved, MaxSustainablePerS: c.MaxSustainable,
-			RequestsPerDo: c.ClosedLoop.RequestsPerDo(), DollarsPerMillionDo: c.ClosedLoop.DollarsPerMillionDo, Prices: c.ClosedLoop.Prices}
+			RequestsPerDo: c.ClosedLoop.RequestsPerDo(), DollarsPerMillionDo: c.ClosedLoop.DollarsPerMillionDo, Prices: c.ClosedLoop.Prices,
+			RoundTripsPerDo: c.ClosedLoop.RoundTripsPerDo(), ServerCPUMicrosPerDo: c.ClosedLoop.ServerCPUMicrosPerDo, ServerCPU: c.ClosedLoop.ServerCPU,
+			Outcomes: c.ClosedLoop.Outcomes}
 		for _, s := range c.Steps {
 			cc.Points = append(cc.Points, reports.CapacityPoint{
 				OfferedPerS: s.Offered, AchievedPerS: s.Achieved, P50Ms: s.P50Ms, P99Ms: s.P99Ms, P999Ms: s.P999Ms,

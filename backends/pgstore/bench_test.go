@@ -27,9 +27,13 @@ import (
 // and the median of the per-round ratios (engine / bare): pairing the two
 // sides within a round and taking medians keeps a passing load on the
 // machine from deciding the result. The target is a ratio of at least 0.85
-// at 8 and 64 callers. With -v it logs every round.
+// at 8 and 64 callers. With -v it logs every round. With IDEM_BENCH_RTT
+// (such as 500us) the pool reaches PostgreSQL through a proxy that adds
+// that round trip, and the benchmark also reports the added round trip it
+// measured (added-rtt-µs):
 //
 //	IDEM_POSTGRES_URL=... go test -run '^$' -bench BenchmarkPostgres -benchtime 1x ./backends/pgstore/
+//	IDEM_BENCH_RTT=500us go test -run '^$' -bench BenchmarkPostgres -benchtime 1x ./backends/pgstore/
 func BenchmarkPostgres(b *testing.B) { benchPostgres(b) }
 
 // BenchmarkPostgresCoalesced is BenchmarkPostgres with idem.WithCoalescing:
@@ -42,7 +46,7 @@ func BenchmarkPostgresCoalesced(b *testing.B) {
 }
 
 func benchPostgres(b *testing.B, opts ...idem.Option) {
-	s := newStore(b, Options{})
+	s, reportRTT := benchStore(b, Options{})
 	engine := idem.New(s, opts...)
 	for _, callers := range []int{1, 8, 64} {
 		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
@@ -76,6 +80,7 @@ func benchPostgres(b *testing.B, opts ...idem.Option) {
 				b.ReportMetric(median(do), "do/s")
 				b.ReportMetric(median(bare), "bare/s")
 				b.ReportMetric(median(ratio), "ratio")
+				reportRTT(b)
 			}
 		})
 	}

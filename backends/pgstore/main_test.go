@@ -53,7 +53,12 @@ func uniqueTable(t testing.TB) string {
 // opts.Table is filled in when empty.
 func newStore(t testing.TB, opts Options) *Store {
 	t.Helper()
-	pool := newPool(t)
+	return newStoreOn(t, newPool(t), opts)
+}
+
+// newStoreOn is newStore on pool.
+func newStoreOn(t testing.TB, pool *pgxpool.Pool, opts Options) *Store {
+	t.Helper()
 	if opts.Table == "" {
 		opts.Table = uniqueTable(t)
 	}

@@ -75,6 +75,7 @@ var (
 	_ idem.Sweeper         = (*Store)(nil)
 	_ idem.Waiter          = (*Store)(nil)
 	_ idem.BatchStore      = (*Store)(nil)
+	_ idem.PoolSizer       = (*Store)(nil)
 	_ idem.Lister          = (*Store)(nil)
 	_ idem.UncertainLister = (*Store)(nil)
 	_ idem.PrefixLister    = (*Store)(nil)
@@ -142,3 +143,6 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 
 // Options returns the options in effect, defaults filled in.
 func (s *Store) Options() Options { return s.opts }
+
+// PoolSize implements idem.PoolSizer: the pool's MaxConns.
+func (s *Store) PoolSize() int { return int(s.pool.Config().MaxConns) }

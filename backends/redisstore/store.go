@@ -33,6 +33,7 @@ var (
 	_ idem.PolicyStore     = (*Store)(nil)
 	_ idem.Waiter          = (*Store)(nil)
 	_ idem.BatchStore      = (*Store)(nil)
+	_ idem.PoolSizer       = (*Store)(nil)
 	_ idem.Lister          = (*Store)(nil)
 	_ idem.UncertainLister = (*Store)(nil)
 	_ idem.PrefixLister    = (*Store)(nil)
@@ -356,4 +357,14 @@ func replyString(res []any, i int) (string, bool) {
 	}
 	v, ok := res[i].(string)
 	return v, ok
+}
+
+// PoolSize implements idem.PoolSizer: the connection pool size of a
+// single-node client (redis.Client), 0 for a cluster or ring client, whose
+// pools are per node.
+func (s *Store) PoolSize() int {
+	if c, ok := s.client.(*redis.Client); ok {
+		return c.Options().PoolSize
+	}
+	return 0
 }

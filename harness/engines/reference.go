@@ -72,7 +72,9 @@ func openRedis(ctx context.Context, env harness.Env) (idem.Store, io.Closer, err
 	if err != nil {
 		return nil, nil, harness.ConfigError("redis URL: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	m := &meter{what: "Redis INFO cpu (used_cpu_user + used_cpu_sys)"}
+	client.AddHook(redisHook{m})
+	pctx, cancel := context.WithTimeout(uncounted(ctx), 10*time.Second)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		client.Close()
@@ -87,7 +89,9 @@ func openRedis(ctx context.Context, env harness.Env) (idem.Store, io.Closer, err
 	if err := st.CheckConfig(pctx); err != nil {
 		env.Warn("redis: " + err.Error())
 	}
-	return st, client, nil
+	m.cpu, m.noCPU = redisCPU(client)
+	m.start(pctx)
+	return redisRun{st, m}, client, nil
 }
 
 // openPostgres connects to env.URL, checks the server answers, migrates
@@ -98,11 +102,13 @@ func openPostgres(ctx context.Context, env harness.Env) (idem.Store, io.Closer, 
 		return nil, nil, harness.ConfigError("postgres URL: %w", err)
 	}
 	cfg.MaxConns = max(cfg.MaxConns, pgMinConns)
+	m := &meter{what: "PostgreSQL pg_stat_statements total_exec_time (execution time, not only CPU)"}
+	cfg.ConnConfig.Tracer = pgTracer{m}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("postgres: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	pctx, cancel := context.WithTimeout(uncounted(ctx), 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
@@ -120,7 +126,9 @@ func openPostgres(ctx context.Context, env harness.Env) (idem.Store, io.Closer, 
 	// Rows of earlier runs expire after the engine's retention; the
 	// sweeper deletes them while this run goes on.
 	stop := st.StartSweeper(context.WithoutCancel(ctx))
-	return st, closerFunc(func() error { stop(); pool.Close(); return nil }), nil
+	m.cpu, m.noCPU = pgCPU(pctx, pool)
+	m.start(pctx)
+	return pgRun{st, m}, closerFunc(func() error { stop(); pool.Close(); return nil }), nil
 }
 
 type closerFunc func() error

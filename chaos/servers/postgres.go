@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -31,6 +32,11 @@ type PostgresOptions struct {
 	// Port is the TCP port on 127.0.0.1. Zero picks a free one (retrying on
 	// another port if a different process takes it first).
 	Port int
+	// AlsoListen is an IP address the server listens on besides
+	// 127.0.0.1 (a bridge's address, for clients in other network
+	// namespaces); empty means loopback only. URL and Addr stay on
+	// 127.0.0.1.
+	AlsoListen string
 	// BinDir is the directory holding initdb and postgres. Empty looks for
 	// postgres in PATH (following symlinks to its real directory), then in
 	// the highest-numbered /usr/lib/postgresql/*/bin.
@@ -60,7 +66,8 @@ type Postgres struct {
 	cred    *syscall.Credential
 	dir     string
 	tempDir bool
-	port    int // fixed at start; Restart reuses it
+	port    int    // fixed at start; Restart reuses it
+	listen  string // listen_addresses
 
 	stopGuard // serializes Restart and Stop
 	p         atomic.Pointer[proc]
@@ -97,7 +104,13 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 		return nil, err
 	}
 	_ = SweepStale()
-	pg := &Postgres{binDir: binDir, cred: cred}
+	pg := &Postgres{binDir: binDir, cred: cred, listen: "127.0.0.1"}
+	if opts.AlsoListen != "" {
+		if net.ParseIP(opts.AlsoListen) == nil {
+			return nil, fmt.Errorf("servers: AlsoListen %q is not an IP address", opts.AlsoListen)
+		}
+		pg.listen += "," + opts.AlsoListen
+	}
 	if opts.Dir == "" {
 		if pg.dir, err = makeTempDir("postgres"); err != nil {
 			return nil, err
@@ -261,7 +274,7 @@ func searchableBy(dir string, cred *syscall.Credential) error {
 func (pg *Postgres) spawn(ctx context.Context, port int) (*proc, error) {
 	args := []string{
 		"-D", pg.dataDir(), "-p", strconv.Itoa(port), "-k", pg.dir,
-		"-c", "listen_addresses=127.0.0.1",
+		"-c", "listen_addresses=" + pg.listen,
 		"-c", "fsync=on",
 		"-c", "logging_collector=off",
 		// Dynamic shared memory as files in the data directory, so that a

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -227,7 +228,7 @@ func (pg *Postgres) prepare(ctx context.Context) error {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(pg.dataDir(), "PG_VERSION")); err == nil {
-		return nil
+		return pg.trustSameNet()
 	}
 	args := []string{"-D", pg.dataDir(), "-U", Superuser, "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"}
 	p, err := startProc(filepath.Join(pg.binDir, "initdb"), args, pg.dir, filepath.Join(pg.dir, "initdb.log"), pg.cred)
@@ -242,6 +243,38 @@ func (pg *Postgres) prepare(ctx context.Context) error {
 	}
 	if p.err != nil {
 		return fmt.Errorf("servers: initdb: %w; log: %s", p.err, p.logTail())
+	}
+	return pg.trustSameNet()
+}
+
+// sameNetRule lets clients of the server's own subnets in, as initdb's
+// rules let in loopback's.
+const sameNetRule = "host all all samenet trust\n"
+
+// trustSameNet adds sameNetRule to pg_hba.conf when the server listens
+// on an address besides loopback (AlsoListen), once.
+func (pg *Postgres) trustSameNet() error {
+	if pg.listen == "127.0.0.1" {
+		return nil
+	}
+	path := filepath.Join(pg.dataDir(), "pg_hba.conf")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("servers: %w", err)
+	}
+	if strings.Contains(string(b), sameNetRule) {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("servers: %w", err)
+	}
+	_, err = f.WriteString(sameNetRule)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("servers: %w", err)
 	}
 	return nil
 }

@@ -138,12 +138,14 @@ func startRedis(ctx context.Context, opts RedisOptions, role redisRole) (*Redis,
 		r.dir = dir
 	}
 	r.logPath = filepath.Join(r.dir, "redis.log")
-	bind := "127.0.0.1"
+	// Loopback, and AlsoListen's clients, whom protected mode (no
+	// password) would turn away.
+	bind := []string{"--bind", "127.0.0.1"}
 	if opts.AlsoListen != "" {
 		if net.ParseIP(opts.AlsoListen) == nil {
 			return nil, fmt.Errorf("servers: AlsoListen %q is not an IP address", opts.AlsoListen)
 		}
-		bind += " " + opts.AlsoListen
+		bind = append(bind, opts.AlsoListen, "--protected-mode", "no")
 	}
 	appendonly := "no"
 	if opts.Persistence == AOFAlways {
@@ -159,11 +161,12 @@ func startRedis(ctx context.Context, opts RedisOptions, role redisRole) (*Redis,
 			args = append(args, conf)
 		}
 		args = append(args,
-			"--port", strconv.Itoa(port), "--bind", bind,
+			"--port", strconv.Itoa(port),
 			"--save", "", "--appendonly", appendonly, "--appendfsync", "always",
 			"--dir", r.dir, "--maxmemory-policy", "noeviction", "--daemonize", "no",
 			"--logfile", "",
 		)
+		args = append(args, bind...)
 		return append(args, role.args...), nil
 	}
 	ctx, cancel := withStartTimeout(ctx, redisStartTimeout)

@@ -62,6 +62,9 @@ type coordinator struct {
 	stopping bool
 	grace    *time.Timer // kills the workers an interrupt did not stop in time
 	join     *joiner     // workers that join over NATS; nil: local processes
+	// joinFaults are each joined worker's crashes and pauses, injected
+	// in its engine (joinfaults.go).
+	joinFaults [][]chaos.Fault
 }
 
 func newCoordinator(p *harness.Prepared, cfg workload.Config, n int, opts Options) *coordinator {
@@ -158,6 +161,9 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 	}
 	if co.opts.ClockSkew != nil {
 		ws.ClockSkew = co.opts.ClockSkew(i)
+	}
+	if i < len(co.joinFaults) {
+		ws.Faults = co.joinFaults[i]
 	}
 	ws.Over.Clients = co.shares[i]
 	ws.Over.Rate = co.rate * float64(co.shares[i]) / float64(co.clients)

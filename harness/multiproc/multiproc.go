@@ -84,7 +84,7 @@ type workerSpec struct {
 	// it), are its share of the scenario's crashes and pauses, injected
 	// in its engine as a one-process run does (joinfaults.go).
 	Faults []chaos.Fault `json:"faults,omitempty"`
-	Index  int          `json:"index"`
+	Index  int           `json:"index"`
 	// ClientTimeout, when positive, replaces the scenario's client timeout
 	// (a run with network faults).
 	ClientTimeout time.Duration `json:"client_timeout,omitempty"`

@@ -33,7 +33,7 @@ func (p *Prepared) Finish(o *Outcome) (*Outcome, error) {
 		}
 	}
 	o.Report = checker.Check(h, copts)
-	ropts := reports.Options{ReplayCommand: o.Replay}
+	ropts := reports.Options{ReplayCommand: o.Replay, Overall: o.Latency}
 	if u := o.Usage; u != nil {
 		ropts.Cost = &reports.Cost{Requests: u.Requests, ReadUnits: u.ReadUnits, WriteUnits: u.WriteUnits, Dollars: u.Dollars, Prices: u.Prices}
 	}

@@ -185,9 +185,13 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	if err != nil {
 		return nil, err
 	}
+	lat, err := co.mergedLatency()
+	if err != nil {
+		return nil, err
+	}
 	p.Purge(ctx)
 	o := &harness.Outcome{History: h, Ledger: stats, Duration: cfg.Duration, Clients: cfg.Clients,
-		Replay: harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers)}
+		Replay: harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers), Latency: lat}
 	return p.Finish(o)
 }
 

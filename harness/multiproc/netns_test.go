@@ -16,12 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/harness/engines"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/internal/netns"
+	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/scenarios"
 )
 
@@ -80,6 +83,19 @@ func newNSLab(t *testing.T, hosts int, postgres bool) *nsLab {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = pg.Stop() })
+		// Four workers' pools and the coordinator's need more than the
+		// default 100 connections.
+		conn, err := pgx.Connect(ctx, pg.URL())
+		if err == nil {
+			_, err = conn.Exec(ctx, "ALTER SYSTEM SET max_connections = 400")
+			conn.Close(ctx)
+		}
+		if err == nil {
+			err = pg.Restart(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 		lab.postgres = "postgres://" + servers.Superuser + "@" + net.JoinHostPort(h.BridgeAddr(), strconv.Itoa(pg.Port())) + "/" + servers.Database + "?sslmode=disable"
 	}
 	return lab
@@ -210,6 +226,23 @@ func checkBounds(t *testing.T, out *harness.Outcome, skews []time.Duration) {
 	}
 }
 
+// checkMergedLatency fails t unless the summary's latency, merged from
+// the hosts' HDR histograms, is the latency measured from the merged
+// history: the same calls, the same counts in every bucket.
+func checkMergedLatency(t *testing.T, out *harness.Outcome) {
+	t.Helper()
+	if out.Latency == nil || out.Latency.Measured() == 0 {
+		t.Fatal("no latency histogram from the hosts")
+	}
+	m := reports.Measure(out.History, reports.MeasureOptions{})
+	if got, want := out.Summary.Latency.Overall, m.Overall.Stats(); got != want {
+		t.Errorf("latency merged from the hosts' histograms %+v, from the history %+v", got, want)
+	}
+	if !out.Latency.Hist.Equals(m.Overall.Hist) {
+		t.Error("the merged histogram differs from the history's")
+	}
+}
+
 func logBounds(t *testing.T, out *harness.Outcome) {
 	t.Helper()
 	s := ""
@@ -264,6 +297,7 @@ func TestNamespaceHosts(t *testing.T) {
 					t.Fatalf("seed %d: verdict %s (a false alarm): %v", seed, out.Report.Verdict, out.Report.Violations)
 				}
 				checkBounds(t, out, nsSkews)
+				checkMergedLatency(t, out)
 				faults := 0
 				for _, op := range out.History.Ops {
 					if op.Kind == history.KindFault && op.Worker >= 0 {

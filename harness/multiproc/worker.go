@@ -15,6 +15,7 @@ import (
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/scenarios"
 	"github.com/idembench/idembench/workload"
 )
@@ -214,17 +215,25 @@ func (f *workerFaults) Hook() idem.Hook {
 // historyChunk bounds the ops of one record event.
 const historyChunk = 4096
 
-// sendHistory sends the ops rec recorded (plus extra) to the
+// sendHistory sends the ops rec recorded (plus extra) and the HDR
+// histogram of its calls' latencies to the
 // coordinator in record events, then the event end (MethodDone or
 // MethodCrash). When it returns nil, all of it is in the transport.
 func sendHistory(c *Conn, rec *history.Recorder, extra []history.Op, end string) error {
 	ops := append(rec.Ops(), extra...)
+	lat, err := reports.CallsLatency(ops).Wire()
+	if err != nil {
+		return harness.EnvironmentError(fmt.Errorf("worker: %w", err))
+	}
 	for len(ops) > 0 {
 		n := min(len(ops), historyChunk)
 		if err := c.Notify(MethodRecord, ops[:n]); err != nil {
 			return harness.EnvironmentError(fmt.Errorf("worker: send history: %w", err))
 		}
 		ops = ops[n:]
+	}
+	if err := c.Notify(MethodLatency, lat); err != nil {
+		return harness.EnvironmentError(fmt.Errorf("worker: send the latency histogram: %w", err))
 	}
 	if err := c.Notify(end, ""); err != nil {
 		return harness.EnvironmentError(fmt.Errorf("worker: send history: %w", err))

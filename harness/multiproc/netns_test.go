@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/checker"
@@ -140,6 +142,9 @@ type hostRun struct {
 	skews    []time.Duration
 	spanKeys bool
 	urls     map[int]string
+	// kill, when set, SIGKILLs worker i that long after its first keys
+	// are in the store (Redis only).
+	kill map[int]time.Duration
 }
 
 var runSeq struct {
@@ -174,12 +179,28 @@ func (lab *nsLab) run(t *testing.T, r hostRun) (*harness.Outcome, error) {
 		go func() { w.done <- w.cmd.Wait() }()
 		ws[i] = w
 	}
+	for i, d := range r.kill {
+		// Worker i is in its traffic once the store holds keys of its
+		// own (sharded: the run's prefix, -h<i>).
+		go func() {
+			rc := redis.NewClient(&redis.Options{Addr: strings.TrimSuffix(strings.TrimPrefix(lab.redis, "redis://"), "/0")})
+			defer rc.Close()
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				keys, _, err := rc.Scan(context.Background(), 0, "*-h"+strconv.Itoa(i)+"-*", 1000).Result()
+				if err == nil && len(keys) > 0 {
+					break
+				}
+			}
+			time.Sleep(d)
+			_ = ws[i].cmd.Process.Kill()
+		}()
+	}
 	// Every worker is gone when the run is over, however it ended.
 	defer func() {
 		for i, w := range ws {
 			select {
 			case err := <-w.done:
-				if err != nil {
+				if _, killed := r.kill[i]; err != nil && !killed {
 					t.Errorf("worker %d in %s: %v: %s", i, lab.hosts.Name(i), err, w.stderr.String())
 				}
 			case <-time.After(30 * time.Second):
@@ -288,7 +309,7 @@ func TestNamespaceHosts(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(string(tg.backend), func(t *testing.T) {
 			for seed := int64(1); seed <= int64(seeds); seed++ {
-				sp := nsSpec(t, "default", tg.backend, tg.url, seed, 2*time.Second)
+				sp := nsSpec(t, "default", tg.backend, tg.url, seed, 1500*time.Millisecond)
 				out, err := lab.run(t, hostRun{sp: sp, skews: nsSkews})
 				if err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
@@ -452,4 +473,24 @@ func TestNamespaceHostsClockWidening(t *testing.T) {
 	}
 	v := rep.Violations[0]
 	t.Logf("without the widening: %d (false) violations, first: %s %s: %s", len(rep.Violations), v.Invariant, v.Key, v.Message)
+}
+
+// TestNamespaceHostDies: one of four hosts dies during the traffic (its
+// worker is SIGKILLed; no fault plan kills a joined worker). The run ends
+// with an environment error (exit 5) that names its index, not a verdict.
+func TestNamespaceHostDies(t *testing.T) {
+	needNamespaces(t)
+	lab := newNSLab(t, 4, false)
+	sp := nsSpec(t, "duplicates", harness.Redis, lab.redis, 3, 4*time.Second)
+	out, err := lab.run(t, hostRun{sp: sp, skews: nsSkews, kill: map[int]time.Duration{2: 500 * time.Millisecond}})
+	if err == nil {
+		t.Fatalf("host 2 died: verdict %s, want an environment error", out.Report.Verdict)
+	}
+	if code := checker.ExitCode(err); code != checker.ExitEnvironment {
+		t.Fatalf("host 2 died: exit %d (%v), want %d", code, err, checker.ExitEnvironment)
+	}
+	if !strings.Contains(err.Error(), "worker 2") {
+		t.Fatalf("the error does not name worker 2: %v", err)
+	}
+	t.Log(err)
 }

@@ -37,6 +37,7 @@ import (
 type nsLab struct {
 	hosts    *netns.Hosts
 	nats     string // nats://bridge:port
+	monitor  string // http://bridge:port of nats-server's monitoring
 	redis    string
 	postgres string
 }
@@ -58,7 +59,7 @@ func needNamespaces(t *testing.T) {
 	}
 }
 
-func newNSLab(t *testing.T, hosts int, postgres bool) *nsLab {
+func newNSLab(t testing.TB, hosts int, postgres bool) *nsLab {
 	t.Helper()
 	h, err := netns.New(hosts)
 	if err != nil {
@@ -70,7 +71,7 @@ func newNSLab(t *testing.T, hosts int, postgres bool) *nsLab {
 		}
 	})
 	lab := &nsLab{hosts: h}
-	lab.nats = startNATS(t, h.BridgeAddr())
+	lab.nats, lab.monitor = startNATS(t, h.BridgeAddr())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := servers.StartRedis(ctx, servers.RedisOptions{AlsoListen: h.BridgeAddr()})
@@ -104,16 +105,20 @@ func newNSLab(t *testing.T, hosts int, postgres bool) *nsLab {
 }
 
 // startNATS starts a private nats-server with JetStream listening on
-// addr and returns its URL; it is killed when the test ends.
-func startNATS(t *testing.T, addr string) string {
+// addr and returns its URL and its monitoring URL; it is killed when the
+// test ends.
+func startNATS(t testing.TB, addr string) (string, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		t.Fatal(err)
+	free := func() string {
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	cmd := exec.Command("nats-server", "-a", addr, "-p", port, "-js", "-sd", t.TempDir())
+	port, mport := free(), free()
+	cmd := exec.Command("nats-server", "-a", addr, "-p", port, "-m", mport, "-js", "-sd", t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -125,7 +130,7 @@ func startNATS(t *testing.T, addr string) string {
 		c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, port), 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return "nats://" + net.JoinHostPort(addr, port)
+			return "nats://" + net.JoinHostPort(addr, port), "http://" + net.JoinHostPort(addr, mport)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("nats-server on %s:%s did not come up: %s", addr, port, log.String())
@@ -142,6 +147,8 @@ type hostRun struct {
 	skews    []time.Duration
 	spanKeys bool
 	urls     map[int]string
+	// hosts, when positive, runs on the first hosts only.
+	hosts int
 	// kill, when set, SIGKILLs worker i that long after its first keys
 	// are in the store (Redis only).
 	kill map[int]time.Duration
@@ -152,13 +159,16 @@ var runSeq struct {
 	n int
 }
 
-func (lab *nsLab) run(t *testing.T, r hostRun) (*harness.Outcome, error) {
+func (lab *nsLab) run(t testing.TB, r hostRun) (*harness.Outcome, error) {
 	t.Helper()
 	runSeq.Lock()
 	runSeq.n++
 	name := "ns" + strconv.Itoa(os.Getpid()) + "x" + strconv.Itoa(runSeq.n)
 	runSeq.Unlock()
 	n := lab.hosts.Len()
+	if r.hosts > 0 {
+		n = min(n, r.hosts)
+	}
 	type worker struct {
 		cmd    *exec.Cmd
 		stderr bytes.Buffer
@@ -218,7 +228,7 @@ func (lab *nsLab) run(t *testing.T, r hostRun) (*harness.Outcome, error) {
 }
 
 // nsSpec is the spec of a run of scenario name against backend at url.
-func nsSpec(t *testing.T, name string, backend harness.Backend, url string, seed int64, d time.Duration) harness.Spec {
+func nsSpec(t testing.TB, name string, backend harness.Backend, url string, seed int64, d time.Duration) harness.Spec {
 	t.Helper()
 	sc, err := scenarios.Load(name)
 	if err != nil {

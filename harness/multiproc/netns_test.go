@@ -349,7 +349,7 @@ func TestNamespaceHosts(t *testing.T) {
 		sink       string
 		d          time.Duration
 	}{
-		{"crash-after-effect", true, "fenced", time.Second},
+		{"crash-after-effect", true, "fenced", 2500 * time.Millisecond},
 		{"gc-pause", false, "plain", 1500 * time.Millisecond},
 	} {
 		t.Run("caught/"+bad.scenario, func(t *testing.T) {
@@ -456,33 +456,41 @@ func TestNamespaceHostsClockWidening(t *testing.T) {
 	lab := newNSLab(t, 4, false)
 	const delay = 100 * time.Millisecond
 	slow := delayProxy(t, lab.hosts.BridgeAddr(), lab.nats[len("nats://"):], delay)
-	sp := nsSpec(t, "duplicates", harness.Redis, lab.redis, 7, 2*time.Second)
-	out, err := lab.run(t, hostRun{sp: sp, skews: nsSkews, spanKeys: true, urls: map[int]string{0: slow}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logBounds(t, out)
-	if out.Report.Verdict != checker.VerdictOK {
-		t.Fatalf("widened by the measured bounds: verdict %s: %v", out.Report.Verdict, out.Report.Violations)
-	}
-	var c0 history.ClockBound
-	for _, c := range out.History.Header.Clocks {
-		if c.Worker == 0 {
-			c0 = c
+	// A false violation needs a replay on another host within 50 ms of
+	// an execution on host 0: a busy machine may record too few such
+	// pairs in one run, so up to three runs (seeds) are made until one
+	// shows it. Every run must pass widened.
+	for seed := int64(7); seed < 10; seed++ {
+		sp := nsSpec(t, "duplicates", harness.Redis, lab.redis, seed, 2*time.Second)
+		out, err := lab.run(t, hostRun{sp: sp, skews: nsSkews, spanKeys: true, urls: map[int]string{0: slow}})
+		if err != nil {
+			t.Fatal(err)
 		}
+		logBounds(t, out)
+		if out.Report.Verdict != checker.VerdictOK {
+			t.Fatalf("seed %d, widened by the measured bounds: verdict %s: %v", seed, out.Report.Verdict, out.Report.Violations)
+		}
+		var c0 history.ClockBound
+		for _, c := range out.History.Header.Clocks {
+			if c.Worker == 0 {
+				c0 = c
+			}
+		}
+		// The measurement is off by about delay/2, within its bound.
+		if miss := c0.Offset + nsSkews[0]; miss < delay/4 || miss > c0.Bound {
+			t.Fatalf("host 0's offset %s misses its skew by %s, want about %s and at most its bound %s", c0.Offset, miss, delay/2, c0.Bound)
+		}
+		flat := *out.History
+		flat.Header.Clocks = nil
+		rep := checker.Check(&flat, checker.Options{})
+		if rep.Verdict == checker.VerdictViolation {
+			v := rep.Violations[0]
+			t.Logf("seed %d without the widening: %d (false) violations, first: %s %s: %s", seed, len(rep.Violations), v.Invariant, v.Key, v.Message)
+			return
+		}
+		t.Logf("seed %d without the widening: verdict %s (no replay close enough to an execution on host 0)", seed, rep.Verdict)
 	}
-	// The measurement is off by about delay/2, within its bound.
-	if miss := c0.Offset + nsSkews[0]; miss < delay/4 || miss > c0.Bound {
-		t.Fatalf("host 0's offset %s misses its skew by %s, want about %s and at most its bound %s", c0.Offset, miss, delay/2, c0.Bound)
-	}
-	flat := *out.History
-	flat.Header.Clocks = nil
-	rep := checker.Check(&flat, checker.Options{})
-	if rep.Verdict != checker.VerdictViolation {
-		t.Fatalf("the same history without the clock bounds: verdict %s, want the false violation", rep.Verdict)
-	}
-	v := rep.Violations[0]
-	t.Logf("without the widening: %d (false) violations, first: %s %s: %s", len(rep.Violations), v.Invariant, v.Key, v.Message)
+	t.Fatal("three runs' histories without the clock bounds: no false violation, want one")
 }
 
 // TestNamespaceHostDies: one of four hosts dies during the traffic (its

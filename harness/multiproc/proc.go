@@ -40,7 +40,7 @@ type remote struct {
 // livenessMisses how many unanswered pings in a row lose it.
 const (
 	livenessPing   = 300 * time.Millisecond
-	livenessMisses = 5
+	livenessMisses = 10
 	livenessStart  = 30
 )
 

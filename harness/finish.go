@@ -38,7 +38,7 @@ func (p *Prepared) Finish(o *Outcome) (*Outcome, error) {
 	if p.timed && sp.Clock == nil && len(backendFaults) == 0 {
 		checker.CheckTiming(&o.Report, h, runTiming(h.Header.LeaseTTL))
 	}
-	ropts := reports.Options{ReplayCommand: o.Replay}
+	ropts := reports.Options{ReplayCommand: o.Replay, Overall: o.Latency}
 	if u := o.Usage; u != nil {
 		ropts.Cost = &reports.Cost{Requests: u.Requests, ReadUnits: u.ReadUnits, WriteUnits: u.WriteUnits, Dollars: u.Dollars, Prices: u.Prices,
 			RoundTrips: u.RoundTrips, ServerCPUSeconds: u.ServerCPUSeconds, ServerCPU: u.ServerCPU}

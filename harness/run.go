@@ -43,6 +43,11 @@ type Outcome struct {
 	// Usage is what the store asked of its backend during the traffic,
 	// when the store reports it (UsageReporter); nil otherwise.
 	Usage *StoreUsage
+	// Latency, when set before Finish, is the latency of every call
+	// merged from the histograms the worker processes sent
+	// (reports.Options.Overall): the summary's figures and the p99
+	// threshold come from it. Nil: measured from the history.
+	Latency *reports.Latency
 }
 
 // Verdict returns the checker's verdict.

@@ -45,6 +45,13 @@ type Options struct {
 	// Cost, when set, is the store's usage (requests, units, dollars);
 	// NewSummary divides it by the run's Do calls into Summary.Cost.
 	Cost *Cost
+	// Overall, when set, is the latency of every call merged exactly
+	// from the histograms of the processes that ran them (the workers of
+	// a multi-process or multi-host run, LatencyWire): the summary's
+	// overall figures, its spectrum and the p99 threshold use it instead
+	// of the latency measured from the history. The plots still come
+	// from the history.
+	Overall *Latency
 }
 
 // WriteRunReport measures h and writes the run's reports into dir (created

@@ -192,6 +192,10 @@ type TimelineSummary struct {
 // opts.Thresholds is set. Visualization paths are copied as they are.
 func NewSummary(m *Measurement, rep *checker.Report, opts Options) *Summary {
 	hd := m.Header
+	overall := &m.Overall
+	if opts.Overall != nil {
+		overall = opts.Overall
+	}
 	s := &Summary{
 		SchemaVersion:  SchemaVersion,
 		Tool:           hd.Tool,
@@ -209,7 +213,7 @@ func NewSummary(m *Measurement, rep *checker.Report, opts Options) *Summary {
 		SuccessPerS:    roundTo(m.SuccessThroughput(), 3),
 		ErrorRate:      roundTo(m.ErrorRate(), 6),
 		Counts: Counts{
-			Calls: m.Calls, Completed: m.Completed, Unmeasured: m.Overall.Unmeasured(),
+			Calls: m.Calls, Completed: m.Completed, Unmeasured: overall.Unmeasured(),
 			Successes: m.Successes, Errors: m.Errors,
 			Probes: m.Probes, Effects: m.Effects, Faults: m.Faults,
 		},
@@ -219,11 +223,11 @@ func NewSummary(m *Measurement, rep *checker.Report, opts Options) *Summary {
 		},
 		Outcomes: map[string]int{},
 		Latency: LatencySummary{
-			Overall:   m.Overall.Stats(),
+			Overall:   overall.Stats(),
 			ByOutcome: map[string]LatencyStats{},
 			ByPhase:   map[string]LatencyStats{},
 		},
-		Spectrum:     m.Overall.Spectrum(),
+		Spectrum:     overall.Spectrum(),
 		FaultWindows: []WindowSummary{},
 		Timeline:     timelineSummary(&m.Timeline),
 	}

@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -31,6 +33,11 @@ type PostgresOptions struct {
 	// Port is the TCP port on 127.0.0.1. Zero picks a free one (retrying on
 	// another port if a different process takes it first).
 	Port int
+	// AlsoListen is an IP address the server listens on besides
+	// 127.0.0.1 (a bridge's address, for clients in other network
+	// namespaces); empty means loopback only. URL and Addr stay on
+	// 127.0.0.1.
+	AlsoListen string
 	// BinDir is the directory holding initdb and postgres. Empty looks for
 	// postgres in PATH (following symlinks to its real directory), then in
 	// the highest-numbered /usr/lib/postgresql/*/bin.
@@ -60,7 +67,8 @@ type Postgres struct {
 	cred    *syscall.Credential
 	dir     string
 	tempDir bool
-	port    int // fixed at start; Restart reuses it
+	port    int    // fixed at start; Restart reuses it
+	listen  string // listen_addresses
 
 	stopGuard // serializes Restart and Stop
 	p         atomic.Pointer[proc]
@@ -97,7 +105,13 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 		return nil, err
 	}
 	_ = SweepStale()
-	pg := &Postgres{binDir: binDir, cred: cred}
+	pg := &Postgres{binDir: binDir, cred: cred, listen: "127.0.0.1"}
+	if opts.AlsoListen != "" {
+		if net.ParseIP(opts.AlsoListen) == nil {
+			return nil, fmt.Errorf("servers: AlsoListen %q is not an IP address", opts.AlsoListen)
+		}
+		pg.listen += "," + opts.AlsoListen
+	}
 	if opts.Dir == "" {
 		if pg.dir, err = makeTempDir("postgres"); err != nil {
 			return nil, err
@@ -214,7 +228,7 @@ func (pg *Postgres) prepare(ctx context.Context) error {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(pg.dataDir(), "PG_VERSION")); err == nil {
-		return nil
+		return pg.trustSameNet()
 	}
 	args := []string{"-D", pg.dataDir(), "-U", Superuser, "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"}
 	p, err := startProc(filepath.Join(pg.binDir, "initdb"), args, pg.dir, filepath.Join(pg.dir, "initdb.log"), pg.cred)
@@ -229,6 +243,38 @@ func (pg *Postgres) prepare(ctx context.Context) error {
 	}
 	if p.err != nil {
 		return fmt.Errorf("servers: initdb: %w; log: %s", p.err, p.logTail())
+	}
+	return pg.trustSameNet()
+}
+
+// sameNetRule lets clients of the server's own subnets in, as initdb's
+// rules let in loopback's.
+const sameNetRule = "host all all samenet trust\n"
+
+// trustSameNet adds sameNetRule to pg_hba.conf when the server listens
+// on an address besides loopback (AlsoListen), once.
+func (pg *Postgres) trustSameNet() error {
+	if pg.listen == "127.0.0.1" {
+		return nil
+	}
+	path := filepath.Join(pg.dataDir(), "pg_hba.conf")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("servers: %w", err)
+	}
+	if strings.Contains(string(b), sameNetRule) {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("servers: %w", err)
+	}
+	_, err = f.WriteString(sameNetRule)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("servers: %w", err)
 	}
 	return nil
 }
@@ -261,7 +307,7 @@ func searchableBy(dir string, cred *syscall.Credential) error {
 func (pg *Postgres) spawn(ctx context.Context, port int) (*proc, error) {
 	args := []string{
 		"-D", pg.dataDir(), "-p", strconv.Itoa(port), "-k", pg.dir,
-		"-c", "listen_addresses=127.0.0.1",
+		"-c", "listen_addresses=" + pg.listen,
 		"-c", "fsync=on",
 		"-c", "logging_collector=off",
 		// Dynamic shared memory as files in the data directory, so that a

@@ -54,6 +54,11 @@ type RedisOptions struct {
 	// Port is the TCP port on 127.0.0.1. Zero picks a free one (retrying on
 	// another port if a different process takes it first).
 	Port int
+	// AlsoListen is an IP address the server listens on besides
+	// 127.0.0.1 (a bridge's address, for clients in other network
+	// namespaces); empty means loopback only. URL and Addr stay on
+	// 127.0.0.1.
+	AlsoListen string
 	// Binary is the redis-server executable. Empty looks it up in PATH.
 	Binary string
 }
@@ -133,6 +138,15 @@ func startRedis(ctx context.Context, opts RedisOptions, role redisRole) (*Redis,
 		r.dir = dir
 	}
 	r.logPath = filepath.Join(r.dir, "redis.log")
+	// Loopback, and AlsoListen's clients, whom protected mode (no
+	// password) would turn away.
+	bind := []string{"--bind", "127.0.0.1"}
+	if opts.AlsoListen != "" {
+		if net.ParseIP(opts.AlsoListen) == nil {
+			return nil, fmt.Errorf("servers: AlsoListen %q is not an IP address", opts.AlsoListen)
+		}
+		bind = append(bind, opts.AlsoListen, "--protected-mode", "no")
+	}
 	appendonly := "no"
 	if opts.Persistence == AOFAlways {
 		appendonly = "yes"
@@ -147,11 +161,12 @@ func startRedis(ctx context.Context, opts RedisOptions, role redisRole) (*Redis,
 			args = append(args, conf)
 		}
 		args = append(args,
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--port", strconv.Itoa(port),
 			"--save", "", "--appendonly", appendonly, "--appendfsync", "always",
 			"--dir", r.dir, "--maxmemory-policy", "noeviction", "--daemonize", "no",
 			"--logfile", "",
 		)
+		args = append(args, bind...)
 		return append(args, role.args...), nil
 	}
 	ctx, cancel := withStartTimeout(ctx, redisStartTimeout)

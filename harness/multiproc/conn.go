@@ -12,6 +12,7 @@ import (
 
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/reports"
 )
 
 // The worker protocol.
@@ -53,6 +54,11 @@ const (
 	// MethodDone, an event from a worker: its run is over and everything
 	// it recorded has been sent; the body is its error text ("" if none).
 	MethodDone = "done"
+	// MethodLatency, an event from a worker right before its MethodDone
+	// or MethodCrash: the latency of the calls it recorded, as an HDR
+	// histogram (a reports.LatencyWire), which the coordinator merges
+	// exactly into the run's.
+	MethodLatency = "latency"
 )
 
 // PauseRequest is the body of a MethodPause call: the execution of Key
@@ -73,6 +79,7 @@ func init() {
 	gob.Register(StartRequest{})
 	gob.Register(history.Op{})
 	gob.Register([]history.Op{})
+	gob.Register(reports.LatencyWire{})
 }
 
 // ErrConnClosed is what every call wraps once the connection to the other

@@ -12,6 +12,7 @@ import (
 	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/workload"
 )
 
@@ -49,6 +50,12 @@ type coordinator struct {
 	progress map[int]int
 	windows  []history.Op
 	clocks   []history.ClockBound // one per incarnation that measured its clock
+	// latency merges the HDR histograms the incarnations sent
+	// (MethodLatency), latencies counts them, latencyErr is the first
+	// that did not decode.
+	latency    reports.Latency
+	latencies  int
+	latencyErr error
 	// The start barrier: gate is closed once every worker is ready (its
 	// store open and its clock measured), or one failed to start, and
 	// the workers' traffic and the faults start then.
@@ -62,6 +69,9 @@ type coordinator struct {
 	stopping bool
 	grace    *time.Timer // kills the workers an interrupt did not stop in time
 	join     *joiner     // workers that join over NATS; nil: local processes
+	// joinFaults are each joined worker's crashes and pauses, injected
+	// in its engine (joinfaults.go).
+	joinFaults [][]chaos.Fault
 }
 
 func newCoordinator(p *harness.Prepared, cfg workload.Config, n int, opts Options) *coordinator {
@@ -159,18 +169,29 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 	if co.opts.ClockSkew != nil {
 		ws.ClockSkew = co.opts.ClockSkew(i)
 	}
+	if i < len(co.joinFaults) {
+		ws.Faults = co.joinFaults[i]
+	}
 	ws.Over.Clients = co.shares[i]
 	ws.Over.Rate = co.rate * float64(co.shares[i]) / float64(co.clients)
 	ws.ClientBase = co.nextBase
 	co.nextBase += ws.Over.Clients + probeClients
-	ws.Over.Duration = d - time.Since(co.t0)
+	// Until the start barrier the traffic has not begun: a worker that
+	// joins late (a slow host, a busy machine) still runs all of it.
+	elapsed := time.Duration(0)
+	select {
+	case <-co.gate:
+		elapsed = time.Since(co.t0)
+	default:
+	}
+	ws.Over.Duration = d - elapsed
 	if len(co.crashes) > 0 {
 		f := co.crashes[0]
 		co.crashes = co.crashes[1:]
 		// One crash per incarnation, somewhere in what is left of its window.
 		f.Count, f.Probability = 1, 0
-		f.Start = max(f.Start-time.Since(co.t0), 0)
-		f.End = f.End - time.Since(co.t0)
+		f.Start = max(f.Start-elapsed, 0)
+		f.End = f.End - elapsed
 		if f.End > f.Start+10*time.Millisecond {
 			ws.Crash = &f
 		}
@@ -179,7 +200,6 @@ func (co *coordinator) next(i int, d time.Duration) workerSpec {
 	// once) in this incarnation's traffic: every worker has them all, and
 	// the first to reach an effect after one is armed takes it (a worker
 	// stopped, or behind and only replaying, executes nothing).
-	elapsed := time.Since(co.t0)
 	for id, p := range co.pending {
 		ws.Pauses = append(ws.Pauses, aimedPause{ID: id, At: max(p.At-elapsed, 0), For: p.For})
 	}
@@ -248,6 +268,11 @@ func (co *coordinator) handle(ctx context.Context, i int, ws *workerSpec, p *Pro
 		}
 	case []history.Op: // MethodRecord
 		co.ops = append(co.ops, b...)
+	case reports.LatencyWire: // MethodLatency
+		if err := co.latency.AddWire(b); err != nil && co.latencyErr == nil {
+			co.latencyErr = fmt.Errorf("worker %d: %w", i, err)
+		}
+		co.latencies++
 	case int: // MethodProgress
 		co.progress[incarnation] = b
 	case string: // MethodDone, MethodCrash
@@ -399,4 +424,19 @@ func (co *coordinator) killAll() {
 			_ = p.Signal(syscall.SIGKILL)
 		}
 	}
+}
+
+// mergedLatency returns the latency merged from the histograms every
+// incarnation sent, or nil when none sent one.
+func (co *coordinator) mergedLatency() (*reports.Latency, error) {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if co.latencyErr != nil {
+		return nil, harness.EnvironmentError(co.latencyErr)
+	}
+	if co.latencies == 0 {
+		return nil, nil
+	}
+	l := co.latency
+	return &l, nil
 }

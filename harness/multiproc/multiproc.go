@@ -80,7 +80,11 @@ type workerSpec struct {
 	Crash *chaos.Fault `json:"crash,omitempty"`
 	// Pauses, when any, are this incarnation's aimed pauses (pause.go).
 	Pauses []aimedPause `json:"pauses,omitempty"`
-	Index  int          `json:"index"`
+	// Faults, for a worker that joined (no SIGKILL or SIGSTOP reaches
+	// it), are its share of the scenario's crashes and pauses, injected
+	// in its engine as a one-process run does (joinfaults.go).
+	Faults []chaos.Fault `json:"faults,omitempty"`
+	Index  int           `json:"index"`
 	// ClientTimeout, when positive, replaces the scenario's client timeout
 	// (a run with network faults).
 	ClientTimeout time.Duration `json:"client_timeout,omitempty"`
@@ -148,9 +152,7 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	hdr.Options["workers"] = strconv.Itoa(workers)
 	co := newCoordinator(p, cfg, workers, opts)
 	if opts.Join != nil {
-		if len(co.crashes) > 0 || len(co.pending) > 0 || len(co.scheduled) > 0 {
-			return nil, harness.ConfigError("join: scenario %s has process crashes or pauses, which workers on other hosts cannot take yet (a joined worker cannot be stopped or restarted from here)", sp.ScenarioName)
-		}
+		co.inEngineFaults(sp.Scenario.ChaosConfig(sp.Overrides.Seed, cfg.Duration).Faults)
 		jr, err := openJoiner(ctx, *opts.Join, workers)
 		if err != nil {
 			return nil, err
@@ -183,9 +185,13 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	if err != nil {
 		return nil, err
 	}
+	lat, err := co.mergedLatency()
+	if err != nil {
+		return nil, err
+	}
 	p.Purge(ctx)
 	o := &harness.Outcome{History: h, Ledger: stats, Duration: cfg.Duration, Clients: cfg.Clients,
-		Replay: harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers)}
+		Replay: harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers), Latency: lat}
 	return p.Finish(o)
 }
 

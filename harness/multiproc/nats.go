@@ -23,9 +23,10 @@ import (
 // creates the run's stream (every frame of every worker connection, both
 // ways, in order and deduplicated by writer and sequence), waits for each
 // worker to join and speaks the same protocol with it as with a local
-// one. What the transport cannot do: stop a remote process (SIGSTOP), so a
-// scenario with process pauses is refused, and a worker that dies is lost
-// (a crash restart needs the job runner to start it again, not done yet).
+// one. What the transport cannot do: stop a remote process (SIGSTOP) or
+// start it again, so the scenario's crashes and pauses are injected in
+// each worker's engine instead (joinfaults.go), and a worker that dies is
+// lost: an environment error naming its index.
 type Join struct {
 	// URL is the NATS server's URL, reachable from the coordinator and
 	// every worker.

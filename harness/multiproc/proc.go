@@ -40,7 +40,7 @@ type remote struct {
 // livenessMisses how many unanswered pings in a row lose it.
 const (
 	livenessPing   = 300 * time.Millisecond
-	livenessMisses = 5
+	livenessMisses = 10
 	livenessStart  = 30
 )
 
@@ -154,7 +154,8 @@ func (p *Proc) ExitError() error {
 
 // Signal sends sig to the process; an error once it is gone. A remote
 // worker gets SIGTERM as a MethodStop event (it ends its traffic and
-// sends what it has); SIGCONT does nothing there, SIGKILL drops it, and
+// sends what it has); SIGCONT does nothing there, SIGKILL tells it to
+// stop and drops it, and
 // SIGSTOP is an error: a remote process cannot be stopped.
 func (p *Proc) Signal(sig os.Signal) error {
 	if p.remote == nil {
@@ -166,6 +167,10 @@ func (p *Proc) Signal(sig os.Signal) error {
 	case syscall.SIGCONT:
 		return nil
 	case syscall.SIGKILL:
+		// It cannot be killed from here: it is told to stop (best
+		// effort, so that it does not wait for a run that is over) and
+		// dropped.
+		_ = p.Conn.Notify(MethodStop, "")
 		p.remote.pipe.stop()
 		return nil
 	}

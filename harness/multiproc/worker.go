@@ -15,6 +15,7 @@ import (
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/scenarios"
 	"github.com/idembench/idembench/workload"
 )
@@ -133,6 +134,7 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 	if ws.Crash != nil {
 		faults = append(faults, *ws.Crash)
 	}
+	faults = append(faults, ws.Faults...) // a joined worker's crashes and pauses
 	inj, err := chaos.New(chaos.Config{Seed: ws.Over.Seed + int64(ws.ClientBase), Faults: faults, RunFor: cfg.Duration, Now: now})
 	if err != nil {
 		return harness.ConfigError("worker: %w", err)
@@ -146,7 +148,15 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 	}
 	// Interrupted (the coordinator's SIGTERM): the history so far is
 	// still worth keeping.
-	if serr := sendHistory(conn, cfg.Recorder, nil, MethodDone); serr != nil {
+	// The windows of the crashes and pauses a joined worker injected in
+	// its engine (a local worker's crash sends its own before the kill).
+	var windows []history.Op
+	if len(ws.Faults) > 0 {
+		for _, w := range inj.Windows() {
+			windows = append(windows, w.OnWorker(ws.Index))
+		}
+	}
+	if serr := sendHistory(conn, cfg.Recorder, windows, MethodDone); serr != nil {
 		return errors.Join(err, serr)
 	}
 	return err
@@ -191,10 +201,10 @@ func (f *workerFaults) Hook() idem.Hook {
 		if err == nil && f.pauser != nil {
 			f.pauser.at(p, l)
 		}
-		if chaos.IsCrash(err) {
+		if chaos.IsCrash(err) && len(f.ws.Faults) == 0 { // a joined worker's crash stays in its engine
 			now := f.now()
 			w := history.Fault(history.FaultCrash, fmt.Sprintf("SIGKILL worker %d at %s", f.ws.Index, p), now, now).OnWorker(f.ws.Index).OnKey(l.Key, uint64(l.Token))
-			_ = sendHistory(f.c, f.rec, &w, MethodCrash)
+			_ = sendHistory(f.c, f.rec, []history.Op{w}, MethodCrash)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}
@@ -205,13 +215,15 @@ func (f *workerFaults) Hook() idem.Hook {
 // historyChunk bounds the ops of one record event.
 const historyChunk = 4096
 
-// sendHistory sends the ops rec recorded (plus extra, if any) to the
+// sendHistory sends the ops rec recorded (plus extra) and the HDR
+// histogram of its calls' latencies to the
 // coordinator in record events, then the event end (MethodDone or
 // MethodCrash). When it returns nil, all of it is in the transport.
-func sendHistory(c *Conn, rec *history.Recorder, extra *history.Op, end string) error {
-	ops := rec.Ops()
-	if extra != nil {
-		ops = append(ops, *extra)
+func sendHistory(c *Conn, rec *history.Recorder, extra []history.Op, end string) error {
+	ops := append(rec.Ops(), extra...)
+	lat, err := reports.CallsLatency(ops).Wire()
+	if err != nil {
+		return harness.EnvironmentError(fmt.Errorf("worker: %w", err))
 	}
 	for len(ops) > 0 {
 		n := min(len(ops), historyChunk)
@@ -219,6 +231,9 @@ func sendHistory(c *Conn, rec *history.Recorder, extra *history.Op, end string) 
 			return harness.EnvironmentError(fmt.Errorf("worker: send history: %w", err))
 		}
 		ops = ops[n:]
+	}
+	if err := c.Notify(MethodLatency, lat); err != nil {
+		return harness.EnvironmentError(fmt.Errorf("worker: send the latency histogram: %w", err))
 	}
 	if err := c.Notify(end, ""); err != nil {
 		return harness.EnvironmentError(fmt.Errorf("worker: send history: %w", err))

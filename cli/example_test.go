@@ -62,6 +62,12 @@ func Example_customEngine() {
 	//                           an expired lease is failed instead of taken over: the slow holder's effect lands after the failure was answered (gc-pause: I4)
 	// naive/retries-uncertain   memory
 	//                           an uncertain record is handed to the next request: an effect whose answer was lost runs again (uncertain-outcomes --no-recovery: I9)
+	// naive/touch-on-read       memory
+	//                           a retry that finds a live lease extends it: a dead holder's key stays blocked while clients retry (crash-holder: T2)
+	// naive/lean-record         memory
+	//                           a record keeps the body only: a 201 with Location and ETag replays as a bare 200 (duplicates: I3)
+	// naive/skewed-leases       memory
+	//                           lease expiry judged by each app server's own clock: a server running ahead takes over a live lease (duplicates --clock-skew 1s: T1)
 	// naive/unfenced-completer  memory, redis, postgres, dynamodb
 	//                           the reference stores with a completer that finishes stuck keys without fencing the paused holder (abandoned-keys: I1)
 	// mystore                   memory

@@ -3,12 +3,20 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/idembench/idembench/internal/testenv"
 )
 
 // TestJoinMemoryRefusals: memory-backed worker processes run only when
 // they join with keys sharded by host; local workers and workers that
 // share keys are refused with a usage error that says why and what works.
+// A joined run on memory is taken: with no worker joining, it ends as an
+// environment error naming the missing worker, not a usage error.
 func TestJoinMemoryRefusals(t *testing.T) {
+	r := runCLI(t, "run", "--workers", "2", "--join", testenv.NATSURL(t), "--join-wait", "1s", "--no-save", "--no-progress")
+	if r.code != exitEnvironment || !strings.Contains(r.err, "worker 0 did not join") {
+		t.Fatalf("memory-backed joined run, nobody joins: exit %d, want %d naming worker 0\n%s%s", r.code, exitEnvironment, r.stdout, r.err)
+	}
 	for _, c := range []struct {
 		args []string
 		want []string

@@ -285,7 +285,7 @@ func checkWorkers(workers int, sp harness.Spec, join, spanKeys bool) error {
 		return usage("%v", multiproc.ErrLocalMemory)
 	case sp.Backend == harness.Memory && spanKeys:
 		return usage("%v", multiproc.ErrSpanKeysMemory)
-	case !sp.Backend.Persistent():
+	case !sp.Backend.Persistent() && sp.Backend != harness.Memory:
 		return usage("--workers needs --backend redis or postgres (effects must outlive a worker process)")
 	case workers > clients:
 		return usage("--workers %d with %d clients: each worker runs at least one client (use at most %d workers, or more --clients)", workers, clients, clients)

@@ -116,6 +116,11 @@ func TestJoinedMemoryWorkers(t *testing.T) {
 		if calls < 100 {
 			t.Fatalf("%d calls from four memory-backed workers", calls)
 		}
+		// The replay line runs it again with joined workers: without
+		// --join, memory-backed workers are refused.
+		if !strings.HasSuffix(out.Replay, " --workers 4 --join "+natsURL) {
+			t.Errorf("replay %q: want --workers 4 --join %s", out.Replay, natsURL)
+		}
 		t.Logf("%d calls, %d effects applied, %d fault windows from the workers", calls, applied, joinedFaultWindows(out))
 	})
 

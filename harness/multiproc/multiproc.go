@@ -212,8 +212,16 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 		return nil, err
 	}
 	p.Purge(ctx)
+	replay := harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers)
+	if j := opts.Join; j != nil {
+		// The workers join again, each with the command the run prints.
+		replay += " --join " + harness.ShellQuote(j.URL)
+		if j.SpanKeys {
+			replay += " --join-span-keys"
+		}
+	}
 	o := &harness.Outcome{History: h, Ledger: stats, Duration: cfg.Duration, Clients: cfg.Clients,
-		Replay: harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers), Latency: lat}
+		Replay: replay, Latency: lat}
 	return p.Finish(o)
 }
 

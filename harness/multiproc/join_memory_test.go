@@ -118,7 +118,7 @@ func TestJoinedMemoryWorkers(t *testing.T) {
 		}
 		// The replay line runs it again with joined workers: without
 		// --join, memory-backed workers are refused.
-		if !strings.HasSuffix(out.Replay, " --workers 4 --join "+natsURL) {
+		if !strings.HasSuffix(out.Replay, " --workers 4 --join "+harness.ShellQuote(natsURL)) {
 			t.Errorf("replay %q: want --workers 4 --join %s", out.Replay, natsURL)
 		}
 		t.Logf("%d calls, %d effects applied, %d fault windows from the workers", calls, applied, joinedFaultWindows(out))

@@ -12,6 +12,12 @@
 // effects whose acknowledgement died with a worker from the backend
 // ledger, and checks the whole with the harness.
 //
+// Workers that join through NATS JetStream (Join: processes on other
+// hosts) inject their crashes and pauses in their engines instead
+// (joinfaults.go), and, with keys sharded by host, may run on the memory
+// backend: each owns a memory store and ledger and sends its ledger with
+// its history (memledger.go).
+//
 // Coordinator and workers speak one protocol (conn.go: a hello with the
 // spec, then calls both ways and events), over a worker's stdin and stdout
 // today; package consume's worker processes speak it too. The worker

@@ -24,8 +24,8 @@ type runCmd struct {
 	Out          string        `help:"Run directory for history.jsonl, summary.json and violations/ (default: ./idembench-out/<timestamp>): missing, empty, or an earlier idembench run, which is replaced." placeholder:"DIR"`
 	NoSave       bool          `help:"Do not write the run directory (not with --out)." name:"no-save"`
 	History      string        `help:"What the run directory keeps of the history: full (every op: tens of MB, 60 to 95 MB for the default scenario), sampled (every op of 1 key in 16 and every fault, about a sixteenth: check re-checks those keys) or none (no history.jsonl: nothing to re-check)." default:"full" enum:"full,sampled,none"`
-	Workers      int           `help:"Run the clients in this many worker processes (redis or postgres; crashes become SIGKILLs, pauses SIGSTOPs): 0 runs them in this process, else 1 to 64 and at most --clients (the clients are split among the workers)."`
-	Join         string        `help:"With --workers: the workers are processes started elsewhere (other hosts, a Kubernetes Indexed Job, SSH) that join this run through the NATS JetStream server at URL; the run prints the command each one runs. Their crashes and pauses are injected in each worker's engine, as in a one-process run." placeholder:"URL"`
+	Workers      int           `help:"Run the clients in this many worker processes (redis or postgres, or memory with --join; crashes become SIGKILLs, pauses SIGSTOPs): 0 runs them in this process, else 1 to 64 and at most --clients (the clients are split among the workers)."`
+	Join         string        `help:"With --workers: the workers are processes started elsewhere (other hosts, a Kubernetes Indexed Job, SSH) that join this run through the NATS JetStream server at URL; the run prints the command each one runs. Their crashes and pauses are injected in each worker's engine, as in a one-process run. On --backend memory each worker owns a store and ledger and sends its ledger with its history." placeholder:"URL"`
 	JoinWait     time.Duration `help:"With --join: how long to wait for each worker to join (1s to 1h)." default:"1m" name:"join-wait"`
 	JoinSpanKeys bool          `help:"With --join: the workers share the run's keys (a key's holder and successor on different hosts, its order judged across clocks to within their bounds) instead of each drawing its own." name:"join-span-keys"`
 	JoinRun      string        `help:"With --join: the run's name on the NATS server, which the workers are given (letters, digits, - and _; default: a fresh one, printed)." name:"join-run" placeholder:"NAME"`
@@ -256,7 +256,7 @@ func (c *runCmd) spec(reg *harness.Registry) (harness.Spec, backendURL, error) {
 	if err := sp.Validate(); err != nil {
 		return sp, u, err
 	}
-	if err := checkWorkers(c.Workers, sp); err != nil {
+	if err := checkWorkers(c.Workers, sp, c.Join != "", c.JoinSpanKeys); err != nil {
 		return sp, u, err
 	}
 	switch {
@@ -271,15 +271,21 @@ func (c *runCmd) spec(reg *harness.Registry) (harness.Spec, backendURL, error) {
 }
 
 // checkWorkers checks --workers for the run of sp: 0, or 1 to
-// multiproc.MaxWorkers on a server backend and at most the run's clients.
-func checkWorkers(workers int, sp harness.Spec) error {
+// multiproc.MaxWorkers and at most the run's clients, on a server backend,
+// or on memory when the workers join (join) with keys sharded by host
+// (not spanKeys).
+func checkWorkers(workers int, sp harness.Spec, join, spanKeys bool) error {
 	clients := harness.WorkloadConfig(sp.Scenario, sp.Overrides).Clients
 	switch {
 	case workers == 0:
 		return nil
 	case workers < 0 || workers > multiproc.MaxWorkers:
 		return usage("--workers %d: want 0 (no worker processes) or 1 to %d", workers, multiproc.MaxWorkers)
-	case !sp.Backend.Persistent():
+	case sp.Backend == harness.Memory && !join:
+		return usage("%v", multiproc.ErrLocalMemory)
+	case sp.Backend == harness.Memory && spanKeys:
+		return usage("%v", multiproc.ErrSpanKeysMemory)
+	case !sp.Backend.Persistent() && sp.Backend != harness.Memory:
 		return usage("--workers needs --backend redis or postgres (effects must outlive a worker process)")
 	case workers > clients:
 		return usage("--workers %d with %d clients: each worker runs at least one client (use at most %d workers, or more --clients)", workers, clients, clients)

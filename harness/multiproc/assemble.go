@@ -23,9 +23,10 @@ func (co *coordinator) history(hdr history.Header) *history.History {
 }
 
 // assemble merges the workers' histories, adds the coordinator's fault
-// windows and the effects only the backend ledger knows (their worker died
-// before recording them), and resolves every effect from the ledger.
-func (co *coordinator) assemble(ctx context.Context, lr workload.LedgerReader, hdr history.Header) (*history.History, workload.LedgerStats, error) {
+// windows and the effects only the ledger knows (their worker died before
+// recording them), and resolves every effect from the ledger: the
+// backend's, or the merge of those memory-backed workers sent.
+func (co *coordinator) assemble(ctx context.Context, lr ledgerSource, hdr history.Header) (*history.History, workload.LedgerStats, error) {
 	var st workload.LedgerStats
 	if !co.sent() {
 		return nil, st, harness.EnvironmentError(errors.New("no worker sent a history"))
@@ -37,6 +38,13 @@ func (co *coordinator) assemble(ctx context.Context, lr workload.LedgerReader, h
 		return nil, st, harness.EnvironmentError(err)
 	}
 	led := workload.NewLedgerOf(entries)
+	if lr == &co.sentLedger {
+		// A ledger sent over the protocol must hold every effect the
+		// histories sent with it record as applied.
+		if err := checkLedgerHolds(h, led); err != nil {
+			return nil, st, err
+		}
+	}
 	for _, e := range entries {
 		h.Ops = append(h.Ops, idx.missing(e)...)
 	}

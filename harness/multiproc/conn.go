@@ -13,6 +13,7 @@ import (
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/reports"
+	"github.com/idembench/idembench/workload"
 )
 
 // The worker protocol.
@@ -80,6 +81,7 @@ func init() {
 	gob.Register(history.Op{})
 	gob.Register([]history.Op{})
 	gob.Register(reports.LatencyWire{})
+	gob.Register([]workload.Applied{})
 }
 
 // ErrConnClosed is what every call wraps once the connection to the other

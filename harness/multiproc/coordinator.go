@@ -72,6 +72,9 @@ type coordinator struct {
 	// joinFaults are each joined worker's crashes and pauses, injected
 	// in its engine (joinfaults.go).
 	joinFaults [][]chaos.Fault
+	// sentLedger merges the ledgers memory-backed workers send
+	// (memledger.go).
+	sentLedger sentLedger
 }
 
 func newCoordinator(p *harness.Prepared, cfg workload.Config, n int, opts Options) *coordinator {
@@ -268,6 +271,8 @@ func (co *coordinator) handle(ctx context.Context, i int, ws *workerSpec, p *Pro
 		}
 	case []history.Op: // MethodRecord
 		co.ops = append(co.ops, b...)
+	case []workload.Applied: // MethodLedger, from a memory-backed worker
+		co.sentLedger.add(b)
 	case reports.LatencyWire: // MethodLatency
 		if err := co.latency.AddWire(b); err != nil && co.latencyErr == nil {
 			co.latencyErr = fmt.Errorf("worker %d: %w", i, err)

@@ -12,6 +12,12 @@
 // effects whose acknowledgement died with a worker from the backend
 // ledger, and checks the whole with the harness.
 //
+// Workers that join through NATS JetStream (Join: processes on other
+// hosts) inject their crashes and pauses in their engines instead
+// (joinfaults.go), and, with keys sharded by host, may run on the memory
+// backend: each owns a memory store and ledger and sends its ledger with
+// its history (memledger.go).
+//
 // Coordinator and workers speak one protocol (conn.go: a hello with the
 // spec, then calls both ways and events), over a worker's stdin and stdout
 // today; package consume's worker processes speak it too. The worker
@@ -21,6 +27,7 @@ package multiproc
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -108,7 +115,10 @@ const MaxWorkers = 64
 // among the workers (each runs at least one, and together they run exactly
 // the run's number, so the workload's client limit holds across them), and
 // so is an open-loop rate, in proportion. The backend must be Redis or
-// PostgreSQL (effects must outlive a worker). Errors wrap harness.ErrConfig
+// PostgreSQL (effects must outlive a worker), or memory in a joined run
+// whose keys are sharded by host (opts.Join without SpanKeys: each worker
+// owns a memory store and ledger, and sends its ledger with its history).
+// Errors wrap harness.ErrConfig
 // (checked before any process starts) or harness.ErrEnvironment, or are
 // ctx's.
 func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harness.Outcome, error) {
@@ -117,7 +127,11 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 		return nil, harness.ConfigError("workers: want at least one, got %d", workers)
 	case workers > MaxWorkers:
 		return nil, harness.ConfigError("workers: %d is above the limit of %d", workers, MaxWorkers)
-	case !sp.Backend.Persistent():
+	case sp.Backend == harness.Memory && opts.Join == nil:
+		return nil, harness.ConfigError("%w", ErrLocalMemory)
+	case sp.Backend == harness.Memory && opts.Join.SpanKeys:
+		return nil, harness.ConfigError("%w", ErrSpanKeysMemory)
+	case !sp.Backend.Persistent() && sp.Backend != harness.Memory:
 		return nil, harness.ConfigError("worker processes need backend redis or postgres (effects must outlive a worker)")
 	case sp.Backend == harness.DynamoDB:
 		return nil, harness.ConfigError("worker processes need backend redis or postgres (their effect ledger lives there); run dynamodb in one process")
@@ -132,12 +146,23 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	}
 	// The coordinator opens the sink too: a usage or environment error
 	// is reported before any worker starts, and the ledger is read
-	// through it after the run.
-	sink, closeSink, err := openSink(ctx, p.Spec.Engine, p.Spec.Sink, p.Env, p.SinkURL)
-	if err != nil {
-		return nil, err
+	// through it after the run. Memory-backed workers send theirs.
+	var sink workload.Sink
+	var ledger ledgerSource
+	if sp.Backend == harness.Memory {
+		s, err := newMemSink(p.Spec.Sink)
+		if err != nil {
+			return nil, err
+		}
+		sink = s
+	} else {
+		s, closeSink, err := openSink(ctx, p.Spec.Engine, p.Spec.Sink, p.Env, p.SinkURL)
+		if err != nil {
+			return nil, err
+		}
+		defer closeSink()
+		sink, ledger = s, s
 	}
-	defer closeSink()
 	cfg := p.Config
 	cfg.Sink = sink
 	cfg.Engine.Recovery = p.Recovery
@@ -151,6 +176,9 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 	hdr := p.Header(cfg)
 	hdr.Options["workers"] = strconv.Itoa(workers)
 	co := newCoordinator(p, cfg, workers, opts)
+	if ledger == nil {
+		ledger = &co.sentLedger
+	}
 	if opts.Join != nil {
 		co.inEngineFaults(sp.Scenario.ChaosConfig(sp.Overrides.Seed, cfg.Duration).Faults)
 		jr, err := openJoiner(ctx, *opts.Join, workers)
@@ -181,7 +209,7 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 		return nil, err
 	}
 	hdr.Clocks = co.clockBounds()
-	h, stats, err := co.assemble(ctx, sink, hdr)
+	h, stats, err := co.assemble(ctx, ledger, hdr)
 	if err != nil {
 		return nil, err
 	}
@@ -190,10 +218,31 @@ func Run(ctx context.Context, sp harness.Spec, workers int, opts Options) (*harn
 		return nil, err
 	}
 	p.Purge(ctx)
+	replay := harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers)
+	if j := opts.Join; j != nil {
+		// The workers join again, each with the command the run prints.
+		replay += " --join " + harness.ShellQuote(j.URL)
+		if j.SpanKeys {
+			replay += " --join-span-keys"
+		}
+	}
 	o := &harness.Outcome{History: h, Ledger: stats, Duration: cfg.Duration, Clients: cfg.Clients,
-		Replay: harness.ReplayCommand(p.Spec, cfg) + " --workers " + strconv.Itoa(workers), Latency: lat}
+		Replay: replay, Latency: lat}
 	return p.Finish(o)
 }
+
+// ErrLocalMemory and ErrSpanKeysMemory are the configuration errors of a
+// run of worker processes on the memory backend that cannot work: a
+// memory store and its ledger live in one worker, so its keys must be its
+// own (a joined run, keys sharded by host) and its crashes must leave the
+// process alive (injected in its engine, as a joined worker's are).
+var (
+	ErrLocalMemory = errors.New("--workers needs --backend redis or postgres (worker processes on this machine share the run's keys, " +
+		"and a crash SIGKILLs a worker, taking a memory store and its ledger with it); " +
+		"memory-backed workers run with --join, each owning its store and keys")
+	ErrSpanKeysMemory = errors.New("--join-span-keys needs --backend redis or postgres: workers that share keys must share their store, " +
+		"and each memory-backed worker owns its own (leave out --join-span-keys: keys are sharded by host)")
+)
 
 // clientShares splits clients among n workers (0 < n <= clients): each
 // gets clients/n, and the first clients%n one more, so that the shares add

@@ -297,8 +297,8 @@ func logBounds(t *testing.T, out *harness.Outcome) {
 }
 
 // nsSeeds is how many seeds TestNamespaceHosts runs per backend: 1 on
-// Redis by default (CI's quick form), IDEM_NETNS_SEEDS on Redis and
-// PostgreSQL when set (the acceptance run: 10).
+// Redis and memory by default (CI's quick form), IDEM_NETNS_SEEDS on
+// Redis, memory and PostgreSQL when set (the acceptance run: 10).
 func nsSeeds() (int, bool) {
 	if n, err := strconv.Atoi(os.Getenv("IDEM_NETNS_SEEDS")); err == nil && n > 0 {
 		return n, true
@@ -315,7 +315,8 @@ func nsSeeds() (int, bool) {
 // worker's engine) with no false alarm, and the gate's known-bad
 // configurations on a persistent store are caught in a joined run as in a
 // local one: crashes after the effect without recovery, and GC pauses
-// with a plain sink.
+// with a plain sink. The correct engine passes on memory-backed workers
+// too (each with its own store and ledger, sent to the coordinator).
 func TestNamespaceHosts(t *testing.T) {
 	needNamespaces(t)
 	seeds, long := nsSeeds()
@@ -324,7 +325,9 @@ func TestNamespaceHosts(t *testing.T) {
 		backend harness.Backend
 		url     string
 	}
-	targets := []target{{harness.Redis, lab.redis}}
+	// Memory-backed workers (each owns its store and ledger, keys
+	// sharded by host) run too.
+	targets := []target{{harness.Redis, lab.redis}, {harness.Memory, ""}}
 	if long {
 		targets = append(targets, target{harness.Postgres, lab.postgres})
 	}

@@ -91,11 +91,23 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 		return harness.EnvironmentError(err)
 	}
 	defer closeQuietly(c)
-	sink, closeSink, err := openSink(ctx, e, ws.Sink, env, ws.SinkURL)
-	if err != nil {
-		return err
+	// A memory-backed worker (a joined run, keys sharded by host) owns its
+	// store and its ledger, and sends the ledger with its history.
+	var sink workload.Sink
+	var mem *memSink
+	if ws.Backend == harness.Memory {
+		if mem, err = newMemSink(ws.Sink); err != nil {
+			return err
+		}
+		sink = mem
+	} else {
+		s, closeSink, err := openSink(ctx, e, ws.Sink, env, ws.SinkURL)
+		if err != nil {
+			return err
+		}
+		defer closeSink()
+		sink = s
 	}
-	defer closeSink()
 	cfg := harness.WorkloadConfig(sc, ws.Over)
 	if ws.ClientTimeout > 0 {
 		cfg.Retry.Timeout = ws.ClientTimeout
@@ -121,11 +133,22 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 	}
 	offset := int64(clk.Offset)
 	now := func() int64 { return local() + offset }
+	if mem != nil {
+		mem.now = now
+	}
+	// sent is what the worker sends of its ledger: a memory-backed
+	// worker's, which nobody can read after it exits.
+	sent := func() []workload.Applied {
+		if mem == nil {
+			return nil
+		}
+		return mem.entries()
+	}
 	// The start barrier: every worker's store is open and its clock
 	// measured before any traffic.
 	if _, err := conn.Call(ctx, MethodStart, StartRequest{}); err != nil {
 		if ctx.Err() != nil { // interrupted before the traffic
-			return sendHistory(conn, cfg.Recorder, nil, MethodDone)
+			return sendHistory(conn, cfg.Recorder, nil, sent(), MethodDone)
 		}
 		return harness.EnvironmentError(fmt.Errorf("worker %d: wait for the start: %w", ws.Index, err))
 	}
@@ -156,7 +179,7 @@ func runWorker(ctx context.Context, conn *Conn, h Hello, engines *harness.Regist
 			windows = append(windows, w.OnWorker(ws.Index))
 		}
 	}
-	if serr := sendHistory(conn, cfg.Recorder, windows, MethodDone); serr != nil {
+	if serr := sendHistory(conn, cfg.Recorder, windows, sent(), MethodDone); serr != nil {
 		return errors.Join(err, serr)
 	}
 	return err
@@ -204,7 +227,7 @@ func (f *workerFaults) Hook() idem.Hook {
 		if chaos.IsCrash(err) && len(f.ws.Faults) == 0 { // a joined worker's crash stays in its engine
 			now := f.now()
 			w := history.Fault(history.FaultCrash, fmt.Sprintf("SIGKILL worker %d at %s", f.ws.Index, p), now, now).OnWorker(f.ws.Index).OnKey(l.Key, uint64(l.Token))
-			_ = sendHistory(f.c, f.rec, []history.Op{w}, MethodCrash)
+			_ = sendHistory(f.c, f.rec, []history.Op{w}, nil, MethodCrash)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}
@@ -215,11 +238,12 @@ func (f *workerFaults) Hook() idem.Hook {
 // historyChunk bounds the ops of one record event.
 const historyChunk = 4096
 
-// sendHistory sends the ops rec recorded (plus extra) and the HDR
-// histogram of its calls' latencies to the
-// coordinator in record events, then the event end (MethodDone or
-// MethodCrash). When it returns nil, all of it is in the transport.
-func sendHistory(c *Conn, rec *history.Recorder, extra []history.Op, end string) error {
+// sendHistory sends the ops rec recorded (plus extra) to the coordinator
+// in record events, then the applied effects of a memory-backed worker's
+// ledger (ledger) in ledger events, the HDR histogram of its calls'
+// latencies, and the event end (MethodDone or MethodCrash). When it
+// returns nil, all of it is in the transport.
+func sendHistory(c *Conn, rec *history.Recorder, extra []history.Op, ledger []workload.Applied, end string) error {
 	ops := append(rec.Ops(), extra...)
 	lat, err := reports.CallsLatency(ops).Wire()
 	if err != nil {
@@ -231,6 +255,13 @@ func sendHistory(c *Conn, rec *history.Recorder, extra []history.Op, end string)
 			return harness.EnvironmentError(fmt.Errorf("worker: send history: %w", err))
 		}
 		ops = ops[n:]
+	}
+	for len(ledger) > 0 {
+		n := min(len(ledger), historyChunk)
+		if err := c.Notify(MethodLedger, ledger[:n]); err != nil {
+			return harness.EnvironmentError(fmt.Errorf("worker: send the ledger: %w", err))
+		}
+		ledger = ledger[n:]
 	}
 	if err := c.Notify(MethodLatency, lat); err != nil {
 		return harness.EnvironmentError(fmt.Errorf("worker: send the latency histogram: %w", err))

@@ -35,6 +35,9 @@ type Hosts struct {
 	tag    string   // "ib<pid>x<seq>", the prefix of every name
 	subnet string   // "10.213.X"
 	names  []string // the namespaces
+	// cgroups are the hosts' CPU cgroups (LimitCPU), one per host in
+	// order; none without a limit.
+	cgroups []string
 }
 
 // Available returns nil when New can work here, else an error wrapping
@@ -138,15 +141,25 @@ func (h *Hosts) BridgeAddr() string { return h.subnet + ".1" }
 
 // Command returns a command that runs name with args in host i's
 // namespace (ip netns exec, which execs it: the process is the program
-// itself). It dies with this process (SIGKILL).
+// itself), in the host's CPU cgroup first when it has one (LimitCPU). It
+// dies with this process (SIGKILL).
 func (h *Hosts) Command(i int, name string, args ...string) *exec.Cmd {
-	cmd := exec.Command("ip", append([]string{"netns", "exec", h.names[i], name}, args...)...)
+	argv := append([]string{"netns", "exec", h.names[i], name}, args...)
+	if i < len(h.cgroups) {
+		// The shell joins the cgroup and execs ip: the same process, in
+		// the cgroup before the program runs.
+		script := `echo $$ > "$0"/cgroup.procs && exec ip "$@"`
+		cmd := exec.Command("sh", append([]string{"-c", script, h.cgroups[i]}, argv...)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		return cmd
+	}
+	cmd := exec.Command("ip", argv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
-// Close removes the namespaces (their veth pairs go with them) and the
-// bridge. Processes still running in a namespace keep running, cut off:
+// Close removes the namespaces (their veth pairs go with them), the
+// bridge and the CPU cgroups. Processes still running in a namespace keep running, cut off:
 // stop them first. It returns the first error and is idempotent.
 func (h *Hosts) Close() error {
 	var first error
@@ -160,6 +173,9 @@ func (h *Hosts) Close() error {
 		if err := ip("link", "del", h.tag+"br"); err != nil && first == nil {
 			first = err
 		}
+	}
+	if err := h.removeCgroups(); err != nil && first == nil {
+		first = err
 	}
 	return first
 }
@@ -187,6 +203,7 @@ func Sweep() {
 		}
 		return syscall.Kill(int(pid), 0) == syscall.ESRCH
 	}
+	sweepCgroups(dead)
 	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
 		for _, line := range strings.Split(string(out), "\n") {
 			if f := strings.Fields(line); len(f) > 0 && dead(f[0]) {

@@ -83,6 +83,20 @@ type Faults struct {
 	// time; each app server draws its offset uniformly in [-ClockSkew,
 	// +ClockSkew]. Zero: every clock is true.
 	ClockSkew time.Duration
+	// Uncertain is the probability that the business function's call to
+	// its provider ends without an answer (the provider's reply is lost):
+	// the effect happened or not, drawn half and half, and the function
+	// cannot tell, so it returns an error marked idem.MarkAmbiguous. An
+	// app server with a recovery hook leaves the key in progress for a
+	// take-over to ask the hook; one without (Config.NoRecovery) records
+	// the key uncertain, and it must stay held until an operator
+	// resolves it (I9).
+	Uncertain float64
+	// LostRequest is the share of the lost store calls (LostReply) whose
+	// request, not their reply, was lost: the call never reached the
+	// store and the engine gets the same ambiguous error. The engine
+	// cannot tell the two apart; the store must be right either way.
+	LostRequest float64
 }
 
 // Config is one simulation. The zero value is not runnable: start from
@@ -127,6 +141,15 @@ type Config struct {
 	// GCEvery is how often expired records are swept (idem.Sweeper);
 	// zero: never, records expire lazily.
 	GCEvery time.Duration
+	// NoRecovery is how many app servers (the last ones; at most
+	// AppServers-1, app server 0 runs the completer) run without a
+	// recovery hook, as a deployment whose effects cannot be looked up
+	// does: they record an ambiguous outcome of the function uncertain
+	// (idem.UncertainStore) and record a take-over uncertain too
+	// (idem.WithTakeOverUncertain), where the others take over and ask
+	// the hook. It applies only to stores that implement
+	// idem.UncertainStore; on others every app server has the hook.
+	NoRecovery int
 	// Faults are the faults drawn.
 	Faults Faults
 	// LivenessSlack is added to LeaseTTL for the take-over liveness
@@ -154,11 +177,13 @@ func Quick(seed int64) Config {
 		MaxAttempts: 40, Backoff: 250 * time.Millisecond, MaxBackoff: 2 * time.Second, Timeout: 10 * time.Second,
 		LeaseTTL: 30 * time.Second, Retention: 24 * time.Hour, TakeoverGrace: time.Hour,
 		CompleterEvery: time.Minute, GCEvery: 10 * time.Minute,
+		NoRecovery: 4,
 		Faults: Faults{
 			Crash: 0.05, Pause: 0.03, PauseMin: 10 * time.Second, PauseMax: 90 * time.Second,
 			LostReply: 0.03, Copies: 0.2, CopyGap: 50 * time.Millisecond, Mismatch: 0.02,
 			SlowRenewal: 0.5,
 			ClockSkew:   time.Second,
+			Uncertain:   0.03, LostRequest: 0.5,
 		},
 		LivenessSlack: time.Second,
 	}
@@ -191,6 +216,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("sim: MaxAttempts must be at least 1")
 	case c.Faults.Pause > 0 && c.Faults.PauseMax < c.Faults.PauseMin:
 		return fmt.Errorf("sim: PauseMax below PauseMin")
+	case c.NoRecovery < 0 || c.NoRecovery >= c.AppServers:
+		return fmt.Errorf("sim: NoRecovery %d: want 0 to AppServers-1 (%d): app server 0 runs the completer with the recovery hook", c.NoRecovery, c.AppServers-1)
+	case c.Faults.Uncertain < 0 || c.Faults.Uncertain > 1 || c.Faults.LostRequest < 0 || c.Faults.LostRequest > 1:
+		return fmt.Errorf("sim: Faults.Uncertain and Faults.LostRequest must be in [0, 1]")
 	}
 	return nil
 }

@@ -57,10 +57,11 @@ const chunkOps = 4096
 
 // app is one simulated app server: its clock, its store and its engine.
 type app struct {
-	id    int
-	clock skewClock
-	store *gatedStore
-	eng   *idem.Engine
+	id         int
+	noRecovery bool // no recovery hook: uncertain outcomes are recorded
+	clock      skewClock
+	store      *gatedStore
+	eng        *idem.Engine
 }
 
 func (w *world) now() int64 { return int64(time.Since(w.start)) }
@@ -115,10 +116,19 @@ func simulate(t *testing.T, open Opener, cfg Config) Result {
 			closers = append(closers, c)
 		}
 		a.store = &gatedStore{w: w, inner: st}
-		a.eng = idem.New(a.store,
+		opts := []idem.Option{
 			idem.WithLeaseTTL(cfg.LeaseTTL), idem.WithRetention(cfg.Retention), idem.WithHeartbeat(cfg.Heartbeat),
 			idem.WithClock(a.clock), idem.WithHook(w.hook), idem.WithObserver(w.observe), idem.WithoutDurations(),
-			idem.WithRecovery(w.recovery))
+		}
+		if _, us := st.(idem.UncertainStore); us && i >= cfg.AppServers-cfg.NoRecovery {
+			// No recovery hook: an ambiguous outcome, and a take-over, are
+			// recorded uncertain for an operator.
+			a.noRecovery = true
+			opts = append(opts, idem.WithTakeOverUncertain())
+		} else {
+			opts = append(opts, idem.WithRecovery(w.recovery))
+		}
+		a.eng = idem.New(a.store, opts...)
 		w.apps = append(w.apps, a)
 		if a.clock.offset != 0 {
 			op := history.Fault(faultClockSkew, fmt.Sprintf("app server %d clock %+v", i, a.clock.offset), 0, history.NoReturn)

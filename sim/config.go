@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/idembench/idembench/idem"
@@ -15,8 +16,8 @@ import (
 // returns the same instance for every app server and ignores appClock
 // (Shared does this). A store whose client computes lease expiry itself
 // takes appClock, as it would take the app server's system clock in
-// production. close, if not nil, is called once per distinct store after
-// the run.
+// production. A store that implements io.Closer is closed once after the
+// run; SharedWithClose names something else to close.
 type Opener func(app int, appClock idem.Clock) (store idem.Store, err error)
 
 // ClockView is implemented by a store whose client judges leases by the
@@ -46,6 +47,39 @@ func Shared(open func(trueClock idem.Clock) (idem.Store, error)) Opener {
 		return st, nil
 	}
 }
+
+// SharedWithClose is Shared for a store that needs something closed after
+// the run, inside the simulation's bubble (a client, an in-process
+// server: a goroutine left running would keep the bubble from ending):
+// open returns it as close, and Run calls it once, after every engine is
+// closed.
+func SharedWithClose(open func(trueClock idem.Clock) (idem.Store, func(), error)) Opener {
+	var st idem.Store
+	return func(app int, appClock idem.Clock) (idem.Store, error) {
+		if app == 0 || st == nil {
+			s, closeFn, err := open(idem.SystemClock{})
+			if err != nil {
+				return nil, err
+			}
+			st = s
+			if v, ok := st.(ClockView); ok {
+				s = v.WithClock(appClock)
+			}
+			if closeFn != nil {
+				closeAfter.Store(s, closeFn)
+			}
+			return s, nil
+		}
+		if v, ok := st.(ClockView); ok {
+			return v.WithClock(appClock), nil
+		}
+		return st, nil
+	}
+}
+
+// closeAfter maps a store an Opener returned to what Run must call after
+// the run (SharedWithClose).
+var closeAfter sync.Map
 
 // Faults sets how often each fault is drawn. Every probability is per
 // attempt (one Engine.Do call) and drawn from the seed.
@@ -79,6 +113,15 @@ type Faults struct {
 	// Mismatch is the probability that a client, once a request got its
 	// answer, sends a different request under the same key.
 	Mismatch float64
+	// RoundTripStall is the probability that one round trip of the
+	// attempt's write that records its outcome (its first or its second,
+	// drawn) is held between LeaseTTL/2 and 1.5 LeaseTTL before it is
+	// sent: a stop-the-world pause or a network stall inside the store
+	// call, so the lease may expire and be taken over between two round
+	// trips of one call. Only stores whose calls make round trips through
+	// RoundTrip (sim/simredis) see it; the stall is recorded when it
+	// happens.
+	RoundTripStall float64
 	// ClockSkew is the largest offset of an app server's clock from true
 	// time; each app server draws its offset uniformly in [-ClockSkew,
 	// +ClockSkew]. Zero: every clock is true.
@@ -184,6 +227,7 @@ func Quick(seed int64) Config {
 			SlowRenewal: 0.5,
 			ClockSkew:   time.Second,
 			Uncertain:   0.03, LostRequest: 0.5,
+			RoundTripStall: 0.1,
 		},
 		LivenessSlack: time.Second,
 	}
@@ -218,8 +262,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("sim: PauseMax below PauseMin")
 	case c.NoRecovery < 0 || c.NoRecovery >= c.AppServers:
 		return fmt.Errorf("sim: NoRecovery %d: want 0 to AppServers-1 (%d): app server 0 runs the completer with the recovery hook", c.NoRecovery, c.AppServers-1)
-	case c.Faults.Uncertain < 0 || c.Faults.Uncertain > 1 || c.Faults.LostRequest < 0 || c.Faults.LostRequest > 1:
-		return fmt.Errorf("sim: Faults.Uncertain and Faults.LostRequest must be in [0, 1]")
+	case c.Faults.Uncertain < 0 || c.Faults.Uncertain > 1 || c.Faults.LostRequest < 0 || c.Faults.LostRequest > 1 ||
+		c.Faults.RoundTripStall < 0 || c.Faults.RoundTripStall > 1:
+		return fmt.Errorf("sim: Faults.Uncertain, LostRequest and RoundTripStall must be in [0, 1]")
 	}
 	return nil
 }

@@ -29,6 +29,10 @@ type plan struct {
 	// (0: no; 1: after the effect applied; 2: before it reached the
 	// provider, no effect).
 	ambiguous int
+	// rtStall holds round trip rtStallAt (1 or 2) of the outcome write
+	// (store call 2) for rtStall before it is sent.
+	rtStall   time.Duration
+	rtStallAt int
 	beatLag   time.Duration // stall of the execution's first renewal before it is sent
 	work      time.Duration
 	fail      int // 0 ok, 1 retryable, 2 permanent
@@ -76,6 +80,10 @@ func (w *world) drawPlan(rng *rand.Rand) *plan {
 	}
 	if rng.Float64() < f.Uncertain {
 		p.ambiguous = 1 + rng.IntN(2)
+	}
+	if rng.Float64() < f.RoundTripStall {
+		p.rtStall = c.LeaseTTL/2 + time.Duration(rng.Int64N(int64(c.LeaseTTL)))
+		p.rtStallAt = 1 + rng.IntN(2)
 	}
 	return p
 }

@@ -112,7 +112,9 @@ func simulate(t *testing.T, open Opener, cfg Config) Result {
 		if err != nil {
 			t.Fatalf("sim: open the store of app server %d: %v", i, err)
 		}
-		if c, ok := st.(io.Closer); ok && !slices.Contains(closers, c) {
+		if f, ok := closeAfter.LoadAndDelete(st); ok {
+			closers = append(closers, closeFunc(f.(func())))
+		} else if c, ok := st.(io.Closer); ok && !slices.ContainsFunc(closers, func(x io.Closer) bool { return x == c }) {
 			closers = append(closers, c)
 		}
 		a.store = &gatedStore{w: w, inner: st}
@@ -250,3 +252,8 @@ func sortOps(ops []history.Op) []history.Op {
 	}
 	return ops
 }
+
+// closeFunc is a close function of SharedWithClose as an io.Closer.
+type closeFunc func()
+
+func (f closeFunc) Close() error { f(); return nil }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -84,11 +85,11 @@ func (g *gatedStore) turn(ctx context.Context, what string) (context.Context, lo
 	a := actorOf(ctx)
 	if a == nil {
 		g.w.sch.park(-1, 0, what)
-		return context.WithValue(ctx, gateKey{}, &gate{sch: g.w.sch, actor: -1}), lossNone
+		return context.WithValue(ctx, gateKey{}, &gate{w: g.w, id: -1}), lossNone
 	}
 	g.w.sch.park(a.id, a.seq, what)
-	ctx = context.WithValue(ctx, gateKey{}, &gate{sch: g.w.sch, actor: a.id, seq: a.seq})
 	a.steps++
+	ctx = context.WithValue(ctx, gateKey{}, &gate{w: g.w, id: a.id, seq: a.seq, a: a, step: a.steps, what: what})
 	if a.plan != nil && a.plan.loseStep == a.steps {
 		if a.plan.loseReq {
 			g.w.fault(faultLostReply, a, "request of "+what+" lost", 0)
@@ -107,11 +108,16 @@ func lost(op string) error {
 // gateKey carries the gate of a store call in its context.
 type gateKey struct{}
 
-// gate is one gated store call: the scheduler and the name it parks under.
+// gate is one gated store call: the world, the name it parks under, the
+// actor (nil for none), which of its store calls this is, and the round
+// trips made so far.
 type gate struct {
-	sch        *scheduler
-	actor      int
+	w          *world
+	id         int
 	seq        int64
+	a          *actor
+	step       int
+	what       string
 	roundTrips int
 }
 
@@ -123,15 +129,27 @@ type gate struct {
 // every round trip, as it does in production. The first round trip of a
 // call does not wait again (the call just got its turn), and neither does
 // a lease renewal (see gatedStore.Heartbeat) or a call outside a
-// simulation: there RoundTrip returns at once.
+// simulation: there RoundTrip returns at once. The attempt's plan may hold
+// a round trip of its outcome write (Faults.RoundTripStall) before it is
+// sent.
+//
+// The store must make its round trips on the calling goroutine, one after
+// the other: RoundTrip parks the caller, and a round trip started on
+// another goroutine would run outside the seed's order.
 func RoundTrip(ctx context.Context, what string) {
 	g, _ := ctx.Value(gateKey{}).(*gate)
 	if g == nil {
 		return
 	}
 	g.roundTrips++
+	if a := g.a; a != nil && a.plan != nil && a.plan.rtStall > 0 && g.step == 2 && g.roundTrips == a.plan.rtStallAt {
+		g.w.fault(faultPause, a, fmt.Sprintf("round trip %d of %s (%s) stalled %s", g.roundTrips, g.what, what, a.plan.rtStall), a.plan.rtStall)
+		time.Sleep(a.plan.rtStall)
+		g.w.sch.park(g.id, g.seq, "rt:"+what)
+		return
+	}
 	if g.roundTrips > 1 {
-		g.sch.park(g.actor, g.seq, "rt:"+what)
+		g.w.sch.park(g.id, g.seq, "rt:"+what)
 	}
 }
 

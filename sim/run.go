@@ -92,7 +92,7 @@ func Run(t *testing.T, open Opener, cfg Config) Result {
 	})
 	// The check runs outside the bubble, on the real clock and its budget.
 	res.Report = checker.Check(res.History, checker.Options{})
-	checker.CheckTiming(&res.Report, res.History, checker.Timing{LeaseTTL: cfg.LeaseTTL, Slack: cfg.LivenessSlack})
+	checker.CheckTiming(&res.Report, res.History, checker.Timing{LeaseTTL: cfg.LeaseTTL, Slack: cfg.LivenessSlack, ClockSlack: cfg.ClockSlack})
 	res.Wall = time.Since(wall)
 	return res
 }

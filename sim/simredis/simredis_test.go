@@ -14,7 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var flagSeeds = flag.Int("simredis.seeds", 0, "TestRaceInsideStoreCall, TestRedisReplayIdentical: how many seeds (0: the default of each)")
+var (
+	flagSeeds = flag.Int("simredis.seeds", 0, "TestRaceInsideStoreCall, TestRedisReplayIdentical: how many seeds (0: the default of each)")
+	flagStall = flag.Bool("simredis.stall", true, "TestRaceInsideStoreCall: with the stalled-round-trip fault (false measures what interleaving alone reaches; the test then fails)")
+)
 
 // seeds returns how many seeds a test runs: -simredis.seeds, else def,
 // else under -race or -short its quick form. A seed on miniredis costs
@@ -62,6 +65,9 @@ func TestRaceInsideStoreCall(t *testing.T) {
 	var missed []int64
 	for seed := int64(1); seed <= int64(n); seed++ {
 		cfg := sim.Quick(seed)
+		if !*flagStall {
+			cfg.Faults.RoundTripStall = 0
+		}
 		good := sim.Run(t, redisOpener(cfg), cfg)
 		if good.Report.Verdict != checker.VerdictOK {
 			t.Errorf("redisstore, seed %d: verdict %s (a false alarm)\n%s", seed, good.Report.Verdict, good.Summary(""))

@@ -11,6 +11,7 @@ import (
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/sim"
 	"github.com/idembench/idembench/sim/simredis"
+	"github.com/idembench/idembench/sim/simtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -110,4 +111,22 @@ func TestRedisReplayIdentical(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds on miniredis, each run twice: identical histories", n)
+}
+
+var flagStoreSeeds = flag.Int("simredis.storeseeds", 0, "TestRedisStoreSeeds: how many seeds (from 1000) to run the production store on; 0 skips it")
+
+// TestRedisStoreSeeds runs the production Redis store through simtest on
+// -simredis.storeseeds seeds from 1000, every fault kind (off by default:
+// about 3 s of CPU a seed):
+//
+//	go test -count=1 -run TestRedisStoreSeeds ./sim/simredis -simredis.storeseeds 50
+func TestRedisStoreSeeds(t *testing.T) {
+	if *flagStoreSeeds <= 0 {
+		t.Skip("-simredis.storeseeds N runs the production Redis store on N seeds")
+	}
+	list := make([]int64, *flagStoreSeeds)
+	for i := range list {
+		list[i] = int64(1000 + i)
+	}
+	simtest.Run(t, redisOpener(sim.Quick(0)), simtest.Seeds(list...))
 }

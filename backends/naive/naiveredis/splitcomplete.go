@@ -8,8 +8,11 @@
 //
 //	design          type           flaw                                            caught by
 //	split-complete  SplitComplete  Complete reads the record's token in one round   simulation on miniredis
-//	                               trip and writes by key alone in a second: a      (sim/simredis), I8
-//	                               take-over between the two is overwritten
+//	                               trip and writes by key alone in a second: a      (sim/simredis), I8,
+//	                               take-over between the two is overwritten         with a stalled round trip
+//	split-takeover  SplitTakeover  a take-over reads the expired lease in one       simulation on miniredis,
+//	                               round trip and writes the new one by key alone   I7/I8, by the order of
+//	                               in a second: racers all take the key over        round trips alone
 package naiveredis
 
 import (
@@ -64,10 +67,11 @@ func NewSplitComplete(client redis.UniversalClient, opts redisstore.Options) (*S
 
 // recordKey is the production store's name of key's record hash:
 // prefix:{key}, with '%', '{' and '}' escaped as it escapes them.
-func (s *SplitComplete) recordKey(key string) string {
-	r := strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
-	return s.prefix + ":{" + r.Replace(key) + "}"
+func recordKey(prefix, key string) string {
+	return prefix + ":{" + tagEscaper.Replace(key) + "}"
 }
+
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 // Complete checks, then writes: two round trips. That is the flaw.
 func (s *SplitComplete) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
@@ -77,7 +81,7 @@ func (s *SplitComplete) Complete(ctx context.Context, l *idem.Lease, resp idem.R
 	if retention <= 0 {
 		return fmt.Errorf("naiveredis: complete: retention %v is not positive", retention)
 	}
-	rec := s.recordKey(l.Key)
+	rec := recordKey(s.prefix, l.Key)
 	f, err := s.client.HMGet(ctx, rec, "status", "token").Result()
 	if err != nil {
 		return idem.BackendError("complete", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"testing"
+	"time"
 
 	"github.com/idembench/idembench/backends/naive/naiveredis"
 	"github.com/idembench/idembench/backends/redisstore"
@@ -31,6 +32,17 @@ func seeds(def, quick int) int {
 		return quick
 	}
 	return def
+}
+
+// config is the configuration of seed: sim.Quick, with 5 minutes of
+// traffic instead of 20 in the quick forms (-race, -short), where a seed on
+// miniredis costs about 20 s under the race detector.
+func config(seed int64) sim.Config {
+	cfg := sim.Quick(seed)
+	if *flagSeeds == 0 && (raceEnabled || testing.Short()) {
+		cfg.Duration = 5 * time.Minute
+	}
+	return cfg
 }
 
 // storeOptions are the production store's options in a simulation of cfg.
@@ -65,7 +77,7 @@ func TestRaceInsideStoreCall(t *testing.T) {
 	caught := 0
 	var missed []int64
 	for seed := int64(1); seed <= int64(n); seed++ {
-		cfg := sim.Quick(seed)
+		cfg := config(seed)
 		if !*flagStall {
 			cfg.Faults.RoundTripStall = 0
 		}
@@ -94,7 +106,7 @@ func TestRaceInsideStoreCall(t *testing.T) {
 func TestRedisReplayIdentical(t *testing.T) {
 	n := seeds(5, 1)
 	for seed := int64(1); seed <= int64(n); seed++ {
-		cfg := sim.Quick(seed)
+		cfg := config(seed)
 		a := sim.Run(t, redisOpener(cfg), cfg)
 		b := sim.Run(t, redisOpener(cfg), cfg)
 		if a.Faults == 0 {
@@ -142,7 +154,7 @@ func TestRaceByRoundTripOrder(t *testing.T) {
 	caught := 0
 	var missed []int64
 	for seed := int64(1); seed <= int64(n); seed++ {
-		cfg := sim.Quick(seed)
+		cfg := sim.Quick(seed) // 20 minutes even in the quick form: 5 reach no race on seed 1
 		cfg.Faults.RoundTripStall = 0
 		res := sim.Run(t, simredis.Opener(func(c redis.UniversalClient) (idem.Store, error) {
 			return naiveredis.NewSplitTakeover(c, storeOptions(cfg))

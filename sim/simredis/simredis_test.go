@@ -23,7 +23,7 @@ var (
 
 // seeds returns how many seeds a test runs: -simredis.seeds, else def,
 // else under -race or -short its quick form. A seed on miniredis costs
-// about 40 times the memory store's CPU (see docs/design/simulation.md).
+// about 50 times the memory store's CPU (see docs/design/simulation.md).
 func seeds(def, quick int) int {
 	switch {
 	case *flagSeeds > 0:

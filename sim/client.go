@@ -19,6 +19,7 @@ var (
 	errRetryable = errors.New("sim: business function failed (retryable)")
 	errPermanent = errors.New("sim: business function failed (permanent)")
 	errStale     = errors.New("sim: effect rejected by fencing (stale token)")
+	errNoAnswer  = errors.New("sim: the provider's answer was lost (the effect may or may not have happened)")
 )
 
 func newRand(seed int64, stream int) *rand.Rand {
@@ -70,13 +71,16 @@ func (c *client) request(key string, req int64) {
 	fp := idem.FingerprintString(key, "req")
 	backoff := cfg.Backoff
 	for n := 1; ; n++ {
-		if c.attempt(key, req, n, fp) {
+		final, held := c.attempt(key, req, n, fp)
+		if final {
 			if c.rng.Float64() < cfg.Faults.Mismatch {
 				c.reuse(key, req)
 			}
 			return
 		}
-		if n >= cfg.MaxAttempts {
+		if held || n >= cfg.MaxAttempts {
+			// Out of attempts, or the key is held uncertain for an
+			// operator (retrying cannot help): the probe asks at the end.
 			c.pending = append(c.pending, key)
 			return
 		}
@@ -86,11 +90,12 @@ func (c *client) request(key string, req int64) {
 }
 
 // attempt makes attempt n, possibly with a copy sent at about the same
-// time, and reports whether one of them got a final answer. The client
+// time, and reports whether one of them got a final answer, and whether
+// one found the key held uncertain by an earlier execution. The client
 // waits for each call up to its timeout; a call it gives up on is
 // recorded as unknown and goes on without it, as a server that does not
 // notice the client left.
-func (c *client) attempt(key string, req int64, n int, fp idem.Fingerprint) (final bool) {
+func (c *client) attempt(key string, req int64, n int, fp idem.Fingerprint) (final, held bool) {
 	cfg := &c.w.cfg
 	f := &cfg.Faults
 	copies := 1
@@ -120,8 +125,9 @@ func (c *client) attempt(key string, req int64, n int, fp idem.Fingerprint) (fin
 		case history.Executed, history.Replayed, history.Failed, history.Mismatch:
 			final = true
 		}
+		held = held || pc.held
 	}
-	return final
+	return final, held
 }
 
 // pendingCall is one call a client waits for. finished and abandoned
@@ -134,6 +140,7 @@ type pendingCall struct {
 	finished  bool  // Do returned and the call was recorded
 	abandoned bool  // the client gave up first
 	out       history.Outcome
+	held      bool // the key was found uncertain (idem.ErrUncertain on a replay)
 }
 
 // wait waits for pc until deadline and reports whether it finished; a
@@ -164,11 +171,21 @@ func (c *client) wait(pc *pendingCall, deadline time.Time) bool {
 }
 
 // probe asks once for every key the client left without a final answer:
-// after the faults, each must be usable (I6).
+// after the faults, each must be usable (I6), or held uncertain. Probes go
+// to app servers with a recovery hook: a probe that took over a dead
+// holder's key on a server without one would record the key uncertain
+// itself, at the probe's own instant, and the checker withdraws a stuck
+// probe only when the key was uncertain before it.
 func (c *client) probe() {
+	servers := 0
+	for _, a := range c.w.apps {
+		if !a.noRecovery {
+			servers++
+		}
+	}
 	for _, key := range c.pending {
 		c.seq++
-		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.rng.IntN(len(c.w.apps)), key: key,
+		a := &actor{id: c.id, seq: c.seq, client: c.id, worker: c.rng.IntN(servers), key: key,
 			exec: "p" + strconv.Itoa(c.id) + "." + strconv.FormatInt(c.seq, 10), plan: &plan{}}
 		c.call(a, 0, 0, idem.FingerprintString(key, "req"), 0, true, &pendingCall{done: make(chan struct{})})
 	}
@@ -227,6 +244,7 @@ func (c *client) call(a *actor, req int64, n int, fp idem.Fingerprint, delay tim
 	}
 	w.record(op)
 	pc.finished, pc.out = true, op.Outcome
+	pc.held = res.Replayed && errors.Is(err, idem.ErrUncertain)
 }
 
 // business is the function every call runs: it works for the drawn time,
@@ -246,6 +264,12 @@ func (w *world) business(ctx context.Context, a *actor, req int64, n int) (idem.
 	}
 	l, _ := idem.LeaseFrom(ctx)
 	resp := response(200, "ok", a)
+	if p.ambiguous == 2 {
+		// The request to the provider was lost: no effect, and the
+		// function cannot tell.
+		w.fault(faultLostReply, a, "business request lost (no effect)", 0)
+		return idem.Response{}, idem.MarkAmbiguous(errNoAnswer)
+	}
 	applied := w.sink.apply(a.key, l.Token, resp)
 	now := w.now()
 	op := history.Op{Kind: history.KindEffect, Client: a.client, Worker: a.worker, Key: a.key, Request: req, Attempt: n,
@@ -256,6 +280,11 @@ func (w *world) business(ctx context.Context, a *actor, req int64, n int) (idem.
 	w.record(op)
 	if !applied {
 		return response(409, "stale", a), idem.Permanent(errStale)
+	}
+	if p.ambiguous == 1 {
+		// The provider applied the effect and its answer was lost.
+		w.fault(faultLostReply, a, "business reply lost (effect applied)", 0)
+		return idem.Response{}, idem.MarkAmbiguous(errNoAnswer)
 	}
 	return resp, nil
 }
@@ -300,7 +329,8 @@ func classify(op *history.Op, res idem.Result, err error) {
 		op.Outcome = history.Replayed
 	case err == nil && !res.Failed:
 		op.Outcome, op.Token = history.Executed, uint64(res.Token)
-	case errors.Is(err, idem.ErrAborted):
+	case errors.Is(err, idem.ErrAborted), errors.Is(err, idem.ErrUncertain):
+		// An uncertain key answers nothing until it is resolved.
 		op.Outcome = history.Unknown
 	case errors.Is(err, idem.ErrLeaseLost):
 		op.Outcome, op.Token = history.LeaseLost, uint64(res.Token)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/idembench/idembench/idem"
@@ -15,8 +16,8 @@ import (
 // returns the same instance for every app server and ignores appClock
 // (Shared does this). A store whose client computes lease expiry itself
 // takes appClock, as it would take the app server's system clock in
-// production. close, if not nil, is called once per distinct store after
-// the run.
+// production. A store that implements io.Closer is closed once after the
+// run; SharedWithClose names something else to close.
 type Opener func(app int, appClock idem.Clock) (store idem.Store, err error)
 
 // ClockView is implemented by a store whose client judges leases by the
@@ -46,6 +47,39 @@ func Shared(open func(trueClock idem.Clock) (idem.Store, error)) Opener {
 		return st, nil
 	}
 }
+
+// SharedWithClose is Shared for a store that needs something closed after
+// the run, inside the simulation's bubble (a client, an in-process
+// server: a goroutine left running would keep the bubble from ending):
+// open returns it as close, and Run calls it once, after every engine is
+// closed.
+func SharedWithClose(open func(trueClock idem.Clock) (idem.Store, func(), error)) Opener {
+	var st idem.Store
+	return func(app int, appClock idem.Clock) (idem.Store, error) {
+		if app == 0 || st == nil {
+			s, closeFn, err := open(idem.SystemClock{})
+			if err != nil {
+				return nil, err
+			}
+			st = s
+			if v, ok := st.(ClockView); ok {
+				s = v.WithClock(appClock)
+			}
+			if closeFn != nil {
+				closeAfter.Store(s, closeFn)
+			}
+			return s, nil
+		}
+		if v, ok := st.(ClockView); ok {
+			return v.WithClock(appClock), nil
+		}
+		return st, nil
+	}
+}
+
+// closeAfter maps a store an Opener returned to what Run must call after
+// the run (SharedWithClose).
+var closeAfter sync.Map
 
 // Faults sets how often each fault is drawn. Every probability is per
 // attempt (one Engine.Do call) and drawn from the seed.
@@ -79,10 +113,33 @@ type Faults struct {
 	// Mismatch is the probability that a client, once a request got its
 	// answer, sends a different request under the same key.
 	Mismatch float64
+	// RoundTripStall is the probability that one round trip of the
+	// attempt's write that records its outcome (its first or its second,
+	// drawn) is held between LeaseTTL/2 and 1.5 LeaseTTL before it is
+	// sent: a stop-the-world pause or a network stall inside the store
+	// call, so the lease may expire and be taken over between two round
+	// trips of one call. Only stores whose calls make round trips through
+	// RoundTrip (sim/simredis) see it; the stall is recorded when it
+	// happens.
+	RoundTripStall float64
 	// ClockSkew is the largest offset of an app server's clock from true
 	// time; each app server draws its offset uniformly in [-ClockSkew,
 	// +ClockSkew]. Zero: every clock is true.
 	ClockSkew time.Duration
+	// Uncertain is the probability that the business function's call to
+	// its provider ends without an answer (the provider's reply is lost):
+	// the effect happened or not, drawn half and half, and the function
+	// cannot tell, so it returns an error marked idem.MarkAmbiguous. An
+	// app server with a recovery hook leaves the key in progress for a
+	// take-over to ask the hook; one without (Config.NoRecovery) records
+	// the key uncertain, and it must stay held until an operator
+	// resolves it (I9).
+	Uncertain float64
+	// LostRequest is the share of the lost store calls (LostReply) whose
+	// request, not their reply, was lost: the call never reached the
+	// store and the engine gets the same ambiguous error. The engine
+	// cannot tell the two apart; the store must be right either way.
+	LostRequest float64
 }
 
 // Config is one simulation. The zero value is not runnable: start from
@@ -127,12 +184,28 @@ type Config struct {
 	// GCEvery is how often expired records are swept (idem.Sweeper);
 	// zero: never, records expire lazily.
 	GCEvery time.Duration
+	// NoRecovery is how many app servers (the last ones; at most
+	// AppServers-1, app server 0 runs the completer) run without a
+	// recovery hook, as a deployment whose effects cannot be looked up
+	// does: they record an ambiguous outcome of the function uncertain
+	// (idem.UncertainStore) and record a take-over uncertain too
+	// (idem.WithTakeOverUncertain), where the others take over and ask
+	// the hook. It applies only to stores that implement
+	// idem.UncertainStore; on others every app server has the hook.
+	NoRecovery int
 	// Faults are the faults drawn.
 	Faults Faults
 	// LivenessSlack is added to LeaseTTL for the take-over liveness
 	// invariant (T2): a key may answer "in progress" at most LeaseTTL +
 	// LivenessSlack after the last renewal of any of its leases.
 	LivenessSlack time.Duration
+	// ClockSlack is how much earlier than LeaseTTL after its last grant
+	// or renewal T1 lets a lease be taken over: the resolution at which a
+	// store judges lease expiry. Redis scripts read TIME in whole
+	// milliseconds (rounded down), so a take-over at the expiry the
+	// store computed can come up to 1 ms before LeaseTTL has passed in
+	// true time.
+	ClockSlack time.Duration
 	// NoJSONL leaves Result.HistoryJSONL empty: a day of production
 	// traffic encodes to hundreds of megabytes.
 	NoJSONL bool
@@ -154,13 +227,16 @@ func Quick(seed int64) Config {
 		MaxAttempts: 40, Backoff: 250 * time.Millisecond, MaxBackoff: 2 * time.Second, Timeout: 10 * time.Second,
 		LeaseTTL: 30 * time.Second, Retention: 24 * time.Hour, TakeoverGrace: time.Hour,
 		CompleterEvery: time.Minute, GCEvery: 10 * time.Minute,
+		NoRecovery: 4,
 		Faults: Faults{
 			Crash: 0.05, Pause: 0.03, PauseMin: 10 * time.Second, PauseMax: 90 * time.Second,
 			LostReply: 0.03, Copies: 0.2, CopyGap: 50 * time.Millisecond, Mismatch: 0.02,
 			SlowRenewal: 0.5,
 			ClockSkew:   time.Second,
+			Uncertain:   0.03, LostRequest: 0.5,
+			RoundTripStall: 0.1,
 		},
-		LivenessSlack: time.Second,
+		LivenessSlack: time.Second, ClockSlack: time.Millisecond,
 	}
 }
 
@@ -191,6 +267,11 @@ func (c Config) validate() error {
 		return fmt.Errorf("sim: MaxAttempts must be at least 1")
 	case c.Faults.Pause > 0 && c.Faults.PauseMax < c.Faults.PauseMin:
 		return fmt.Errorf("sim: PauseMax below PauseMin")
+	case c.NoRecovery < 0 || c.NoRecovery >= c.AppServers:
+		return fmt.Errorf("sim: NoRecovery %d: want 0 to AppServers-1 (%d): app server 0 runs the completer with the recovery hook", c.NoRecovery, c.AppServers-1)
+	case c.Faults.Uncertain < 0 || c.Faults.Uncertain > 1 || c.Faults.LostRequest < 0 || c.Faults.LostRequest > 1 ||
+		c.Faults.RoundTripStall < 0 || c.Faults.RoundTripStall > 1:
+		return fmt.Errorf("sim: Faults.Uncertain, LostRequest and RoundTripStall must be in [0, 1]")
 	}
 	return nil
 }

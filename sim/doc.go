@@ -1,9 +1,12 @@
 // Package sim runs the engine (idem.Engine with its heartbeat, the
 // completer and retention) and any Go idem.Store in virtual time, inside
 // a testing/synctest bubble, with every choice decided by one seed:
-// arrivals, copies of a request, crashes, pauses, lost replies, each app
-// server's clock offset and the order of the actions that happen at one
-// virtual instant. Hours of production timings (30 s leases, 24 h
+// arrivals, copies of a request, crashes, pauses, lost replies and lost
+// requests, uncertain outcomes of the business call, stalls inside a store
+// call, each app server's clock offset and the order of the actions that
+// happen at one virtual instant, down to the round trips inside a store
+// call for a store that makes them through RoundTrip (sim/simredis runs
+// the Redis store's real scripts on an in-process Redis that way). Hours of production timings (30 s leases, 24 h
 // retention, a completer every minute) take seconds of wall time, and the
 // same seed gives the same history byte for byte.
 //

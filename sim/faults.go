@@ -24,9 +24,18 @@ type plan struct {
 	pauseAt  idem.Point    // 0: no pause
 	pause    time.Duration // how long
 	loseStep int           // the store call (1 = Acquire) whose reply is lost; 0: none
-	beatLag  time.Duration // stall of the execution's first renewal before it is sent
-	work     time.Duration
-	fail     int // 0 ok, 1 retryable, 2 permanent
+	loseReq  bool          // that call's request is lost instead: it never reaches the store
+	// ambiguous: the provider's answer to the business call is lost
+	// (0: no; 1: after the effect applied; 2: before it reached the
+	// provider, no effect).
+	ambiguous int
+	// rtStall holds round trip rtStallAt (1 or 2) of the outcome write
+	// (store call 2) for rtStall before it is sent.
+	rtStall   time.Duration
+	rtStallAt int
+	beatLag   time.Duration // stall of the execution's first renewal before it is sent
+	work      time.Duration
+	fail      int // 0 ok, 1 retryable, 2 permanent
 }
 
 // drawPlan draws an attempt's faults and business outcome from rng.
@@ -67,6 +76,14 @@ func (w *world) drawPlan(rng *rand.Rand) *plan {
 		// The Acquire (step 1) or the write that records the outcome
 		// (step 2; an attempt that replays makes no second call).
 		p.loseStep = 1 + rng.IntN(2)
+		p.loseReq = rng.Float64() < f.LostRequest
+	}
+	if rng.Float64() < f.Uncertain {
+		p.ambiguous = 1 + rng.IntN(2)
+	}
+	if rng.Float64() < f.RoundTripStall {
+		p.rtStall = c.LeaseTTL/2 + time.Duration(rng.Int64N(int64(c.LeaseTTL)))
+		p.rtStallAt = 1 + rng.IntN(2)
 	}
 	return p
 }

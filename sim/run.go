@@ -57,10 +57,11 @@ const chunkOps = 4096
 
 // app is one simulated app server: its clock, its store and its engine.
 type app struct {
-	id    int
-	clock skewClock
-	store *gatedStore
-	eng   *idem.Engine
+	id         int
+	noRecovery bool // no recovery hook: uncertain outcomes are recorded
+	clock      skewClock
+	store      *gatedStore
+	eng        *idem.Engine
 }
 
 func (w *world) now() int64 { return int64(time.Since(w.start)) }
@@ -91,7 +92,7 @@ func Run(t *testing.T, open Opener, cfg Config) Result {
 	})
 	// The check runs outside the bubble, on the real clock and its budget.
 	res.Report = checker.Check(res.History, checker.Options{})
-	checker.CheckTiming(&res.Report, res.History, checker.Timing{LeaseTTL: cfg.LeaseTTL, Slack: cfg.LivenessSlack})
+	checker.CheckTiming(&res.Report, res.History, checker.Timing{LeaseTTL: cfg.LeaseTTL, Slack: cfg.LivenessSlack, ClockSlack: cfg.ClockSlack})
 	res.Wall = time.Since(wall)
 	return res
 }
@@ -111,14 +112,25 @@ func simulate(t *testing.T, open Opener, cfg Config) Result {
 		if err != nil {
 			t.Fatalf("sim: open the store of app server %d: %v", i, err)
 		}
-		if c, ok := st.(io.Closer); ok && !slices.Contains(closers, c) {
+		if f, ok := closeAfter.LoadAndDelete(st); ok {
+			closers = append(closers, closeFunc(f.(func())))
+		} else if c, ok := st.(io.Closer); ok && !slices.ContainsFunc(closers, func(x io.Closer) bool { return x == c }) {
 			closers = append(closers, c)
 		}
 		a.store = &gatedStore{w: w, inner: st}
-		a.eng = idem.New(a.store,
+		opts := []idem.Option{
 			idem.WithLeaseTTL(cfg.LeaseTTL), idem.WithRetention(cfg.Retention), idem.WithHeartbeat(cfg.Heartbeat),
 			idem.WithClock(a.clock), idem.WithHook(w.hook), idem.WithObserver(w.observe), idem.WithoutDurations(),
-			idem.WithRecovery(w.recovery))
+		}
+		if _, us := st.(idem.UncertainStore); us && i >= cfg.AppServers-cfg.NoRecovery {
+			// No recovery hook: an ambiguous outcome, and a take-over, are
+			// recorded uncertain for an operator.
+			a.noRecovery = true
+			opts = append(opts, idem.WithTakeOverUncertain())
+		} else {
+			opts = append(opts, idem.WithRecovery(w.recovery))
+		}
+		a.eng = idem.New(a.store, opts...)
 		w.apps = append(w.apps, a)
 		if a.clock.offset != 0 {
 			op := history.Fault(faultClockSkew, fmt.Sprintf("app server %d clock %+v", i, a.clock.offset), 0, history.NoReturn)
@@ -240,3 +252,8 @@ func sortOps(ops []history.Op) []history.Op {
 	}
 	return ops
 }
+
+// closeFunc is a close function of SharedWithClose as an io.Closer.
+type closeFunc func()
+
+func (f closeFunc) Close() error { f(); return nil }

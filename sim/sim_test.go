@@ -10,15 +10,19 @@ import (
 
 	"github.com/idembench/idembench/backends/memstore"
 	"github.com/idembench/idembench/backends/naive"
+	"github.com/idembench/idembench/backends/naive/naiveredis"
+	"github.com/idembench/idembench/backends/redisstore"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/sim"
+	"github.com/idembench/idembench/sim/simredis"
 	"github.com/idembench/idembench/sim/simtest"
+	"github.com/redis/go-redis/v9"
 )
 
 var (
 	flagSeed    = flag.Int64("sim.seed", 1, "TestSim: the seed to simulate")
-	flagStore   = flag.String("sim.store", "memory", "TestSim: the store: memory, or naive/DESIGN ("+strings.Join(designNames(), ", ")+")")
+	flagStore   = flag.String("sim.store", "memory", "TestSim: the store: memory, redis (redisstore on miniredis), redis/split-complete, redis/split-takeover, or naive/DESIGN ("+strings.Join(designNames(), ", ")+")")
 	flagConfig  = flag.String("sim.config", "quick", "TestSim: the configuration: quick or production")
 	flagTraffic = flag.Duration("sim.traffic", 0, "TestSim: the traffic duration (0: the configuration's)")
 	flagSeeds   = flag.Int("sim.seeds", 0, "TestSimSeeds, TestReplayIdentical, TestKnownBadDesignsCaught: how many seeds (0: the default of each)")
@@ -34,9 +38,18 @@ func opener(t *testing.T, name string, cfg sim.Config) sim.Opener {
 			return memstore.New(memstore.Options{Clock: clock, SweepInterval: -1, TakeoverGrace: cfg.TakeoverGrace}), nil
 		})
 	}
+	ropts := redisstore.Options{TakeoverGrace: cfg.TakeoverGrace}
+	switch name {
+	case "redis":
+		return simredis.Opener(func(c redis.UniversalClient) (idem.Store, error) { return redisstore.New(c, ropts) })
+	case "redis/split-complete":
+		return simredis.Opener(func(c redis.UniversalClient) (idem.Store, error) { return naiveredis.NewSplitComplete(c, ropts) })
+	case "redis/split-takeover":
+		return simredis.Opener(func(c redis.UniversalClient) (idem.Store, error) { return naiveredis.NewSplitTakeover(c, ropts) })
+	}
 	design, ok := strings.CutPrefix(name, "naive/")
 	if !ok {
-		t.Fatalf("-sim.store %q: want memory or naive/DESIGN", name)
+		t.Fatalf("-sim.store %q: want memory, redis, redis/split-complete, redis/split-takeover or naive/DESIGN", name)
 	}
 	return sim.Shared(func(clock idem.Clock) (idem.Store, error) {
 		return naive.New(design, clock)

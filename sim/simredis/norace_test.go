@@ -1,0 +1,5 @@
+//go:build !race
+
+package simredis_test
+
+const raceEnabled = false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -116,10 +117,12 @@ func callDo(ctx context.Context, e *idem.Engine, prefix string, seq *atomic.Int6
 }
 
 // CoalescingRounds and CoalescingPhase are BenchCoalescing's ABBA rounds
-// per concurrency and each side's time per round: with 21 rounds the 95 %
-// bounds of the median ratio are its 6th and 16th values, about ±0.65
-// standard deviations of the single rounds' ratios (±3 % when they
-// scatter by 5 %), and the nine concurrencies take about 80 s.
+// per concurrency (IDEM_BENCH_ROUNDS replaces the number) and each side's
+// time per round: with 21 rounds the 95 % bounds of the median ratio are
+// its 6th and 16th values, about ±0.65 standard deviations of the single
+// rounds' ratios (±3 % when they scatter by 5 %), and the nine
+// concurrencies take about 80 s. The bounds narrow as the square root of
+// the rounds: 84 rounds halve them.
 const (
 	CoalescingRounds = 21
 	CoalescingPhase  = 200 * time.Millisecond
@@ -127,8 +130,8 @@ const (
 
 // BenchCoalescing is the body of a store's coalescing benchmark: for each
 // of CoalescingCallers it runs MeasureCoalescing on st (CoalescingRounds
-// rounds of CoalescingPhase per side, so that the two sides of a round see
-// the same load) with a plain engine and one with opts
+// or IDEM_BENCH_ROUNDS rounds of CoalescingPhase per side, so that the two
+// sides of a round see the same load) with a plain engine and one with opts
 // (idem.WithCoalescing), as a sub-benchmark callers=N that reports
 // plain-do/s, coalesced-do/s, their ratio (target ≥ 0.97 at every
 // concurrency) and the ratio's 95 % confidence bounds (ratio-lo,
@@ -140,12 +143,13 @@ func BenchCoalescing(b *testing.B, st idem.Store, report func(*testing.B), opts 
 	defer plain.Close()
 	coalesced := idem.New(st, append([]idem.Option{idem.WithHeartbeat(-1)}, opts...)...)
 	defer coalesced.Close()
+	rounds := benchRounds(b, CoalescingRounds)
 	var lines []string
 	lowest, at := math.Inf(1), 0
 	for _, callers := range CoalescingCallers {
 		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
 			for range b.N {
-				m, err := MeasureCoalescing(context.Background(), plain, coalesced, fmt.Sprintf("co%x", rand.Uint64()), callers, CoalescingRounds, CoalescingPhase)
+				m, err := MeasureCoalescing(context.Background(), plain, coalesced, fmt.Sprintf("co%x", rand.Uint64()), callers, rounds, CoalescingPhase)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -167,10 +171,29 @@ func BenchCoalescing(b *testing.B, st idem.Store, report func(*testing.B), opts 
 	// A benchmark with sub-benchmarks does not print its own log: the
 	// summary goes to standard output, which go test shows.
 	if len(lines) > 0 {
-		fmt.Printf("%s: coalesced / plain, median of %d ABBA rounds [95 %% bounds]\n", b.Name(), CoalescingRounds)
+		fmt.Printf("%s: coalesced / plain, median of %d ABBA rounds [95 %% bounds]\n", b.Name(), rounds)
 		for _, l := range lines {
 			fmt.Println(l)
 		}
 		fmt.Printf("%s: lowest ratio %.3f at %d callers (target ≥ 0.97 everywhere)\n", b.Name(), lowest, at)
 	}
+}
+
+// BenchRoundsEnv names the variable that replaces BenchCoalescing's number
+// of rounds: a whole number from 6 to 1000.
+const BenchRoundsEnv = "IDEM_BENCH_ROUNDS"
+
+// benchRounds returns IDEM_BENCH_ROUNDS, or def when it is unset; anything
+// but a whole number from 6 to 1000 fails b.
+func benchRounds(b testing.TB, def int) int {
+	b.Helper()
+	v := os.Getenv(BenchRoundsEnv)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 6 || n > 1000 {
+		b.Fatalf("%s=%q: want a whole number of rounds from 6 to 1000", BenchRoundsEnv, v)
+	}
+	return n
 }

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +36,35 @@ func TestMedianCI(t *testing.T) {
 	}
 	if c := float64(covered) / samples; c < 0.94 || c > 0.985 {
 		t.Errorf("the bounds covered the median in %.3f of samples, want about 0.95-0.97", c)
+	}
+}
+
+// fatalRecorder records Fatalf instead of stopping the test.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalRecorder) Helper() {}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) { f.msg = fmt.Sprintf(format, args...) }
+
+// TestBenchRounds: IDEM_BENCH_ROUNDS replaces the default; a value that is
+// not a whole number from 6 to 1000 is refused with a message naming it.
+func TestBenchRounds(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want int
+		bad  bool
+	}{{"", 21, false}, {"84", 84, false}, {"6", 6, false}, {"5", 0, true}, {"1001", 0, true}, {"many", 0, true}, {"21.5", 0, true}} {
+		t.Setenv(BenchRoundsEnv, tc.env)
+		f := &fatalRecorder{TB: t}
+		n := benchRounds(f, 21)
+		switch {
+		case tc.bad && !strings.Contains(f.msg, BenchRoundsEnv+"=\""+tc.env+"\""):
+			t.Errorf("%s=%q: message %q, want one naming the value", BenchRoundsEnv, tc.env, f.msg)
+		case !tc.bad && (f.msg != "" || n != tc.want):
+			t.Errorf("%s=%q: %d rounds (message %q), want %d", BenchRoundsEnv, tc.env, n, f.msg, tc.want)
+		}
 	}
 }

@@ -53,6 +53,10 @@ type comparisonRowJSON struct {
 	P99Ms          float64 `json:"p99_ms"`
 	P999Ms         float64 `json:"p99_9_ms"`
 	MaxMs          float64 `json:"max_ms"`
+	// Cost is the run's cost model (summary.json's cost: requests, round
+	// trips and server CPU per Do, the bill at a price table) when its
+	// store counts requests.
+	Cost *reports.Cost `json:"cost,omitempty"`
 }
 
 // comparisonDocJSON is the document `idembench compare --json` prints.
@@ -79,6 +83,7 @@ func comparisonJSON(cmp reports.Comparison, results []compareResult, out string,
 			row.Calls, row.Violations = cr.Calls, cr.Violations
 			row.ThroughputPerS, row.ErrorRate = cr.ThroughputPerS, cr.ErrorRate
 			row.P50Ms, row.P99Ms, row.P999Ms, row.MaxMs = cr.P50Ms, cr.P99Ms, cr.P999Ms, cr.MaxMs
+			row.Cost = cr.Cost
 		}
 		doc.Runs = append(doc.Runs, row)
 	}

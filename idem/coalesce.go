@@ -3,6 +3,8 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -12,13 +14,13 @@ var errShortBatch = errors.New("batch store answered fewer entries than calls")
 
 // CoalesceOptions configures WithCoalescing. Zero fields take the defaults.
 type CoalesceOptions struct {
-	// MaxInFlight is how many claims (and, apart, how many outcome
-	// writes) may be on their way to the store at once; a call that finds
-	// them all busy waits and leaves with the next batch. The default is
-	// the store's PoolSize (PoolSizer): a call is then batched only when
-	// every connection is taken and it would otherwise have waited for
-	// one. A store that does not state a pool size is not coalesced
-	// unless MaxInFlight is set.
+	// MaxInFlight is how many store calls (claims and outcome writes
+	// together) may be on their way to the store at once; a call that
+	// finds them all busy waits and leaves with the next batch. The
+	// default is the store's PoolSize (PoolSizer): a call is then batched
+	// only when every connection is taken and it would otherwise have
+	// waited for one. A store that does not state a pool size is not
+	// coalesced unless MaxInFlight is set.
 	MaxInFlight int
 	// MaxBatch caps the calls of one batch (default 128).
 	MaxBatch int
@@ -35,17 +37,21 @@ type PoolSizer interface {
 // WithCoalescing groups the claims and the outcome writes of concurrent Do
 // calls into batches, when the store is a BatchStore (otherwise it does
 // nothing), the way auto-pipelining clients do, but only when calls would
-// wait anyway: a call that finds fewer than MaxInFlight calls of its kind
-// under way (by default, fewer than the store's connections) is sent at
-// once, alone, as a plain Acquire or Complete, exactly as without
-// coalescing; calls that arrive while MaxInFlight are under way are queued
-// and sent together as the next batch (AcquireBatch, FinishBatch) as soon
-// as one of those returns. A lone caller, and any number of callers that
-// the store's pool can serve, never wait for a batch; callers beyond it
-// share round trips instead of queueing for a connection one by one. Per
-// key the semantics are unchanged. A call whose context ends while it
-// waits in a batch returns an error that satisfies Ambiguous (the batch
-// may have been sent). Heartbeats and reads are not coalesced.
+// wait anyway: a call that finds fewer than MaxInFlight store calls under
+// way (claims and outcome writes together; by default, fewer than the
+// store's connections) is sent at once, alone, as a plain Acquire or
+// Complete, exactly as without coalescing; calls that arrive while
+// MaxInFlight are under way are queued and sent together as the next batch
+// (AcquireBatch, FinishBatch) as soon as one of those returns. A lone
+// caller, and any number of callers that the store's pool can serve, never
+// wait for a batch; callers beyond it share round trips (and, on
+// PostgreSQL, commits) instead of queueing for a connection one by one.
+// Per key the semantics are unchanged. A call whose context ends while it
+// is queued leaves the queue and returns the context's error (not
+// ambiguous: nothing was sent, as for a call that waited for a pool
+// connection); once its batch was sent, it returns an error that satisfies
+// Ambiguous, as a plain call interrupted on its way does. Heartbeats and
+// reads are not coalesced.
 func WithCoalescing(o CoalesceOptions) Option {
 	return func(c *config) {
 		if o.MaxBatch <= 0 {
@@ -82,8 +88,9 @@ func newCoalescing(st Store, bs BatchStore, o CoalesceOptions) *coalescing {
 	if o.MaxInFlight <= 0 {
 		return nil
 	}
+	g := &gate{max: o.MaxInFlight}
 	c := &coalescing{Store: st}
-	c.acquires = &coalescer[acquireCall, AcquireResult]{max: o.MaxInFlight, maxBatch: o.MaxBatch,
+	c.acquires = &coalescer[acquireCall, AcquireResult]{g: g, op: "acquire", maxBatch: o.MaxBatch,
 		single: func(ctx context.Context, a acquireCall) AcquireResult {
 			var r AcquireResult
 			r.Lease, r.Record, r.Err = st.Acquire(ctx, a.req.Key, a.req.Fingerprint, a.ttl)
@@ -99,7 +106,7 @@ func newCoalescing(st Store, bs BatchStore, o CoalesceOptions) *coalescing {
 		class: func(a acquireCall) (string, time.Duration) { return a.req.Key, a.ttl },
 		fail:  func(err error) AcquireResult { return AcquireResult{Err: err} },
 	}
-	c.finishes = &coalescer[finishCall, error]{max: o.MaxInFlight, maxBatch: o.MaxBatch,
+	c.finishes = &coalescer[finishCall, error]{g: g, op: "finish", maxBatch: o.MaxBatch,
 		single: func(ctx context.Context, f finishCall) error {
 			switch f.f.Kind {
 			case FinishComplete:
@@ -119,6 +126,7 @@ func newCoalescing(st Store, bs BatchStore, o CoalesceOptions) *coalescing {
 		class: func(f finishCall) (string, time.Duration) { return f.f.Lease.Key, f.retention },
 		fail:  func(err error) error { return err },
 	}
+	g.queues = []queue{c.acquires, c.finishes}
 	return c
 }
 
@@ -139,68 +147,114 @@ func (c *coalescing) Release(ctx context.Context, l *Lease) error {
 	return c.finishes.do(ctx, finishCall{Finish{Kind: FinishRelease, Lease: l}, 0})
 }
 
-// coalescer sends calls of type C alone while fewer than max batches are
-// under way, and queues them otherwise; whoever ends a batch sends the
-// queue as the next one.
-type coalescer[C, R any] struct {
-	max, maxBatch int
-	single        func(context.Context, C) R
-	batch         func(context.Context, []C) []R
-	class         func(C) (key string, d time.Duration) // calls with one d and distinct keys share a batch
-	fail          func(error) R
-
+// gate bounds the store calls of one coalescing front that are under way,
+// claims and outcome writes together, to max (by default the pool size: a
+// Do is first a claim and then an outcome write, and with a bound per kind
+// twice the pool could be under way, so that calls queued for the pool
+// rather than for a batch and nothing was batched until twice the pool's
+// callers). It holds the queues of the calls that wait; whoever ends a
+// store call sends the next batch, taking the queues in turn.
+type gate struct {
 	mu       sync.Mutex
+	max      int
 	inflight int
-	queue    []*waiting[C, R]
+	queues   []queue
+	turn     int
+}
+
+// queue is one kind of call's waiting calls; its methods run with g.mu held.
+type queue interface {
+	waiting() bool
+	// launch takes the next batch off the queue and sends it in a new
+	// goroutine, which ends the slot (gate.next) when the batch is done.
+	launch()
+}
+
+// next ends one store call's slot: it sends the next queued batch in the
+// slot, or frees it when nothing waits.
+func (g *gate) next() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range g.queues {
+		q := g.queues[(g.turn+i)%len(g.queues)]
+		if q.waiting() {
+			g.turn = (g.turn + i + 1) % len(g.queues)
+			q.launch()
+			return
+		}
+	}
+	g.inflight--
+}
+
+// coalescer sends calls of type C alone while its gate has a free slot, and
+// queues them otherwise; whoever ends a store call sends the queue as the
+// next batch.
+type coalescer[C, R any] struct {
+	g        *gate
+	op       string
+	maxBatch int
+	single   func(context.Context, C) R
+	batch    func(context.Context, []C) []R
+	class    func(C) (key string, d time.Duration) // calls with one d and distinct keys share a batch
+	fail     func(error) R
+
+	queue []*waiting[C, R] // under g.mu
 }
 
 type waiting[C, R any] struct {
-	ctx  context.Context
-	call C
-	done chan R
+	ctx   context.Context
+	call  C
+	done  chan R
+	taken bool // under g.mu: the call left the queue in a batch
 }
 
-// do makes call alone or in the next batch and returns its result.
+// do makes call alone or in the next batch and returns its result. A call
+// whose context ends while it is queued leaves the queue and returns the
+// context's error, not ambiguous: nothing was sent, as for a call that
+// waited for a pool connection. Once its batch was sent, it returns an
+// ambiguous error, as a plain call interrupted on its way would.
 func (q *coalescer[C, R]) do(ctx context.Context, call C) R {
-	q.mu.Lock()
-	if q.inflight < q.max {
-		q.inflight++
-		q.mu.Unlock()
+	g := q.g
+	g.mu.Lock()
+	if g.inflight < g.max {
+		g.inflight++
+		g.mu.Unlock()
 		r := q.single(ctx, call)
-		q.next()
+		g.next()
 		return r
 	}
 	w := &waiting[C, R]{ctx: ctx, call: call, done: make(chan R, 1)}
 	q.queue = append(q.queue, w)
-	q.mu.Unlock()
+	g.mu.Unlock()
 	select {
 	case r := <-w.done:
 		return r
 	case <-ctx.Done():
-		return q.fail(MarkAmbiguous(context.Cause(ctx)))
 	}
+	g.mu.Lock()
+	taken := w.taken
+	if !taken {
+		q.queue = slices.DeleteFunc(q.queue, func(o *waiting[C, R]) bool { return o == w })
+	}
+	g.mu.Unlock()
+	if !taken {
+		return q.fail(BackendError(q.op, fmt.Errorf("waiting for a batch: %w", context.Cause(ctx))))
+	}
+	return q.fail(MarkAmbiguous(BackendError(q.op, context.Cause(ctx))))
 }
 
-// next ends one batch slot: it sends the queued calls as the next batch, in
-// a goroutine so that the caller that ended the batch returns at once, or
-// frees the slot when nothing waits.
-func (q *coalescer[C, R]) next() {
-	q.mu.Lock()
-	if len(q.queue) == 0 {
-		q.inflight--
-		q.mu.Unlock()
-		return
-	}
+func (q *coalescer[C, R]) waiting() bool { return len(q.queue) > 0 }
+
+func (q *coalescer[C, R]) launch() {
 	group := q.take()
-	q.mu.Unlock()
 	go func() {
 		q.send(group)
-		q.next()
+		q.g.next()
 	}()
 }
 
 // take removes the next batch from the queue: up to maxBatch calls, in
-// order, with the first one's duration and distinct keys. q.mu is held.
+// order, with the first one's duration and distinct keys. g.mu is held.
 func (q *coalescer[C, R]) take() []*waiting[C, R] {
 	_, d := q.class(q.queue[0].call)
 	keys := make(map[string]struct{}, min(len(q.queue), q.maxBatch))
@@ -211,6 +265,7 @@ func (q *coalescer[C, R]) take() []*waiting[C, R] {
 		_, dup := keys[k]
 		if len(group) < q.maxBatch && wd == d && !dup {
 			keys[k] = struct{}{}
+			w.taken = true
 			group = append(group, w)
 		} else {
 			rest = append(rest, w)

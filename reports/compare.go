@@ -98,24 +98,42 @@ func Compare(runs []Run) Comparison {
 var compareHeader = []string{"run", "verdict", "violations", "calls", "throughput (ops/s)", "error rate", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", "max (ms)"}
 
 // costHeader is the cost columns, added when a row has a cost model.
-var costHeader = []string{"requests/Do", "$ per million Do"}
+var costHeader = []string{"requests/Do", "$ per million Do", "round trips/Do", "server CPU µs/Do"}
 
 func (r ComparisonRow) cells() []string {
 	return []string{r.Label, r.Verdict, count(r.Violations), count(r.Calls), num(r.ThroughputPerS), percent(r.ErrorRate),
 		r.lat(r.P50Ms), r.lat(r.P99Ms), r.lat(r.P999Ms), r.lat(r.MaxMs)}
 }
 
+// costCells returns the cost columns of a row: "—" where the store does
+// not count the figure, "n/a" where the server does not expose its CPU
+// time (costNotes says why).
+func (r ComparisonRow) costCells() []string {
+	c := r.Cost
+	if c == nil {
+		return []string{Unmeasured, Unmeasured, Unmeasured, Unmeasured}
+	}
+	out := []string{fmt.Sprintf("%.2f", c.RequestsPerDo), Unmeasured, Unmeasured, Unmeasured}
+	if c.Prices != "" {
+		out[1] = fmt.Sprintf("%.3f", c.DollarsPerMillionDo)
+	}
+	if c.RoundTrips > 0 {
+		out[2] = fmt.Sprintf("%.2f", c.RoundTripsPerDo)
+	}
+	switch {
+	case strings.HasPrefix(c.ServerCPU, "n/a"):
+		out[3] = "n/a"
+	case c.ServerCPU != "":
+		out[3] = fmt.Sprintf("%.1f", c.ServerCPUMicrosPerDo)
+	}
+	return out
+}
+
 // row returns the cells of r, with the cost columns when cost is set.
 func (r ComparisonRow) row(cost bool) []string {
 	out := r.cells()
-	switch {
-	case !cost:
-	case r.Cost == nil:
-		out = append(out, Unmeasured, Unmeasured)
-	case r.Cost.Prices == "":
-		out = append(out, fmt.Sprintf("%.2f", r.Cost.RequestsPerDo), Unmeasured)
-	default:
-		out = append(out, fmt.Sprintf("%.2f", r.Cost.RequestsPerDo), fmt.Sprintf("%.3f", r.Cost.DollarsPerMillionDo))
+	if cost {
+		out = append(out, r.costCells()...)
 	}
 	return out
 }
@@ -131,15 +149,21 @@ func (c Comparison) header() ([]string, bool) {
 	return compareHeader, false
 }
 
-// prices lists the price tables the rows' costs were billed at.
-func (c Comparison) prices() []string {
-	var out []string
+// costNotes lists the price tables the rows' costs were billed at and,
+// per row, where its server CPU figure comes from (or why there is none).
+func (c Comparison) costNotes() (prices, cpu []string) {
 	for _, r := range c.Rows {
-		if r.Cost != nil && r.Cost.Prices != "" && !slices.Contains(out, r.Cost.Prices) {
-			out = append(out, r.Cost.Prices)
+		if r.Cost == nil {
+			continue
+		}
+		if r.Cost.Prices != "" && !slices.Contains(prices, r.Cost.Prices) {
+			prices = append(prices, r.Cost.Prices)
+		}
+		if r.Cost.ServerCPU != "" {
+			cpu = append(cpu, r.Label+": "+r.Cost.ServerCPU)
 		}
 	}
-	return out
+	return prices, cpu
 }
 
 func (r ComparisonRow) lat(ms float64) string {
@@ -194,8 +218,15 @@ func (c Comparison) Markdown() string {
 		cells[0] = mdCell(cells[0])
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 	}
-	if p := c.prices(); len(p) > 0 {
-		b.WriteString("\nPrices: " + strings.Join(p, "; ") + ".\n")
+	if prices, cpu := c.costNotes(); len(prices)+len(cpu) > 0 {
+		b.WriteString("\nCost counted at the client (— : the store does not count it).")
+		if len(cpu) > 0 {
+			b.WriteString(" Server CPU: " + strings.Join(cpu, "; ") + ".")
+		}
+		if len(prices) > 0 {
+			b.WriteString(" Prices: " + strings.Join(prices, "; ") + ".")
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

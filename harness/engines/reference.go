@@ -91,7 +91,7 @@ func openRedis(ctx context.Context, env harness.Env) (idem.Store, io.Closer, err
 	}
 	m.cpu, m.noCPU = redisCPU(client)
 	m.start(pctx)
-	return redisRun{st, m}, client, nil
+	return newRedisRun(st, m), client, nil
 }
 
 // openPostgres connects to env.URL, checks the server answers, migrates
@@ -138,7 +138,7 @@ func openPostgres(ctx context.Context, env harness.Env) (idem.Store, io.Closer, 
 	stop := st.StartSweeper(context.WithoutCancel(ctx))
 	m.cpu, m.noCPU = pgCPU(pctx, pool)
 	m.start(pctx)
-	return pgRun{st, m}, closerFunc(func() error { stop(); pool.Close(); return nil }), nil
+	return newPGRun(st, m), closerFunc(func() error { stop(); pool.Close(); return nil }), nil
 }
 
 type closerFunc func() error

@@ -249,92 +249,90 @@ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).
 	return read, ""
 }
 
-// redisRun is the reference engine's Redis store with its usage counted
-// (every capability of the store is kept: the methods are promoted).
-type redisRun struct {
-	*redisstore.Store
-	m *meter
+// redisRun is the reference engine's Redis store with its usage counted,
+// and pgRun its PostgreSQL store. Each embeds metered, whose methods file
+// the requests of a Do's store calls under its outcome, and the store one
+// level deeper (redisStore, pgStore): Go promotes the shallower of two
+// methods of one name, so metered's replace the store's, while every other
+// capability of the store (BatchStore, Sweeper, PoolSizer, ...) is still
+// promoted.
+type (
+	redisRun struct {
+		metered
+		redisStore
+	}
+	pgRun struct {
+		metered
+		pgStore
+	}
+	redisStore struct{ *redisstore.Store }
+	pgStore    struct{ *pgstore.Store }
+)
+
+func newRedisRun(st *redisstore.Store, m *meter) redisRun {
+	return redisRun{metered{st, m}, redisStore{st}}
 }
 
-// pgRun is the reference engine's PostgreSQL store with its usage counted.
-type pgRun struct {
-	*pgstore.Store
-	m *meter
+func newPGRun(st *pgstore.Store, m *meter) pgRun {
+	return pgRun{metered{st, m}, pgStore{st}}
 }
 
 var (
 	_ harness.UsageReporter = redisRun{}
 	_ harness.UsageReporter = pgRun{}
 	_ idem.BatchStore       = redisRun{}
+	_ idem.BatchStore       = pgRun{}
+	_ idem.Waiter           = redisRun{}
+	_ idem.Waiter           = pgRun{}
+	_ idem.PoolSizer        = redisRun{}
 	_ idem.Sweeper          = pgRun{}
 )
 
-// RunUsage implements harness.UsageReporter.
-func (r redisRun) RunUsage() harness.StoreUsage { return r.m.usage() }
+// waitingStore is a store that can wait for a change to a key.
+type waitingStore interface {
+	idem.Store
+	idem.Waiter
+}
+
+// metered counts the usage of a store's calls with m.
+type metered struct {
+	s waitingStore
+	m *meter
+}
 
 // RunUsage implements harness.UsageReporter.
-func (r pgRun) RunUsage() harness.StoreUsage { return r.m.usage() }
+func (r metered) RunUsage() harness.StoreUsage { return r.m.usage() }
 
 // The store calls of a Do after its claim: heartbeats and the outcome
 // write belong to a first execution, reads (the conflict wait's polls)
 // and waits for a change to a conflict.
 
-func (r redisRun) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
+func (r metered) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
 	return r.m.acquire(ctx, func(ctx context.Context) (*idem.Lease, *idem.Record, error) {
-		return r.Store.Acquire(ctx, key, fp, ttl)
+		return r.s.Acquire(ctx, key, fp, ttl)
 	})
 }
 
-func (r redisRun) Heartbeat(ctx context.Context, l *idem.Lease, ttl time.Duration) error {
-	return r.Store.Heartbeat(in(ctx, 0), l, ttl)
+func (r metered) Heartbeat(ctx context.Context, l *idem.Lease, ttl time.Duration) error {
+	return r.s.Heartbeat(in(ctx, 0), l, ttl)
 }
 
-func (r redisRun) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return r.Store.Complete(in(ctx, 0), l, resp, retention)
+func (r metered) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
+	return r.s.Complete(in(ctx, 0), l, resp, retention)
 }
 
-func (r redisRun) Fail(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return r.Store.Fail(in(ctx, 0), l, resp, retention)
+func (r metered) Fail(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
+	return r.s.Fail(in(ctx, 0), l, resp, retention)
 }
 
-func (r redisRun) Release(ctx context.Context, l *idem.Lease) error {
-	return r.Store.Release(in(ctx, 0), l)
+func (r metered) Release(ctx context.Context, l *idem.Lease) error {
+	return r.s.Release(in(ctx, 0), l)
 }
 
-func (r redisRun) Get(ctx context.Context, key string) (*idem.Record, error) {
-	return r.Store.Get(in(ctx, 2), key)
+func (r metered) Get(ctx context.Context, key string) (*idem.Record, error) {
+	return r.s.Get(in(ctx, 2), key)
 }
 
-func (r redisRun) WaitChange(ctx context.Context, key string) error {
-	return r.Store.WaitChange(in(ctx, 2), key)
-}
-
-func (r pgRun) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
-	return r.m.acquire(ctx, func(ctx context.Context) (*idem.Lease, *idem.Record, error) {
-		return r.Store.Acquire(ctx, key, fp, ttl)
-	})
-}
-
-func (r pgRun) Heartbeat(ctx context.Context, l *idem.Lease, ttl time.Duration) error {
-	return r.Store.Heartbeat(in(ctx, 0), l, ttl)
-}
-
-func (r pgRun) Complete(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return r.Store.Complete(in(ctx, 0), l, resp, retention)
-}
-
-func (r pgRun) Fail(ctx context.Context, l *idem.Lease, resp idem.Response, retention time.Duration) error {
-	return r.Store.Fail(in(ctx, 0), l, resp, retention)
-}
-
-func (r pgRun) Release(ctx context.Context, l *idem.Lease) error {
-	return r.Store.Release(in(ctx, 0), l)
-}
-
-func (r pgRun) Get(ctx context.Context, key string) (*idem.Record, error) {
-	return r.Store.Get(in(ctx, 2), key)
-}
-
-func (r pgRun) WaitChange(ctx context.Context, key string) error {
-	return r.Store.WaitChange(in(ctx, 2), key)
+func (r metered) WaitChange(ctx context.Context, key string) error {
+	return r.s.WaitChange(in(ctx, 2), key)
 }

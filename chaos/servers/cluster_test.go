@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/backends/redisstore"
-	"github.com/idembench/idembench/history"
 )
 
 // clusterCase is one Cluster configuration. Without a lag proxy an async
@@ -48,9 +47,7 @@ func clusterTrial(t *testing.T, c clusterCase, key string) outcome {
 		t.Fatalf("CLUSTER KEYSLOT = %d, %v; keySlot(%q) = %d", slot, err, key, keySlot(key))
 	}
 	o := runTrial(ctx, store, topo, key)
-	if w := o.window; w.Kind != history.KindFault || w.Return == history.NoReturn || w.Call >= w.Return || w.Key != key {
-		t.Errorf("fault window %+v", w)
-	}
+	checkWindow(t, o, key)
 	if _, err := topo.Failover(ctx, key); err != ErrNoReplica {
 		t.Errorf("second Failover of the same slot = %v, want ErrNoReplica", err)
 	}
@@ -81,13 +78,7 @@ func TestClusterFailover(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			o := clusterTrial(t, c, fmt.Sprintf("k%d", i))
-			t.Logf("Do %v (err %v), failover %v, record on the promoted replica: %s; retry ran again %v (same token %v, err %v)", o.doTook, o.doErr, o.failover, o.status, o.reran, o.sameTok, o.retryErr)
-			if o.reran != o.lost {
-				t.Errorf("retry ran the function again = %v, but completion lost = %v", o.reran, o.lost)
-			}
-			if o.doErr != nil {
-				t.Fatalf("Do: %v", o.doErr)
-			}
+			checkOutcome(t, o, "the promoted replica")
 			if c.mustKeep && o.lost {
 				t.Errorf("completion lost (record %s) although WAIT 1 acknowledged it", o.status)
 			}
@@ -100,16 +91,7 @@ func TestClusterFailover(t *testing.T) {
 
 func TestFailoverTrialsCluster(t *testing.T) {
 	needRedis(t)
-	n := trials(t)
-	for _, c := range clusterCases {
-		t.Run(c.name, func(t *testing.T) {
-			var outs []outcome
-			for i := range n {
-				outs = append(outs, clusterTrial(t, c, fmt.Sprintf("k%d", i)))
-			}
-			report(t, "redis cluster, "+c.name, outs)
-		})
-	}
+	reportTrials(t, "redis cluster", clusterCases, func(c clusterCase) string { return c.name }, clusterTrial)
 }
 
 func TestKeySlot(t *testing.T) {

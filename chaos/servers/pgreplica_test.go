@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idembench/idembench/backends/pgstore"
-	"github.com/idembench/idembench/history"
 )
 
 // pgCase is one replicated PostgreSQL configuration and its expected outcome
@@ -64,9 +63,7 @@ func pgTrial(t *testing.T, c pgCase, key string, check func(*pgstore.Store)) out
 		check(store)
 	}
 	o := runTrial(ctx, store, topo, key)
-	if w := o.window; w.Kind != history.KindFault || w.Return == history.NoReturn || w.Call >= w.Return || w.Key != key {
-		t.Errorf("fault window %+v", w)
-	}
+	checkWindow(t, o, key)
 	if _, err := topo.Failover(ctx, key); err != ErrNoReplica {
 		t.Errorf("second Failover = %v, want ErrNoReplica", err)
 	}
@@ -104,13 +101,7 @@ func TestPostgresFailover(t *testing.T) {
 					t.Errorf("CheckReplication on an async standby = %v, want ErrAsyncReplication", err)
 				}
 			})
-			t.Logf("Do %v (err %v), failover %v, record on the promoted standby: %s; retry ran again %v (same token %v, err %v)", o.doTook, o.doErr, o.failover, o.status, o.reran, o.sameTok, o.retryErr)
-			if o.reran != o.lost {
-				t.Errorf("retry ran the function again = %v, but completion lost = %v", o.reran, o.lost)
-			}
-			if o.doErr != nil {
-				t.Fatalf("Do: %v", o.doErr)
-			}
+			checkOutcome(t, o, "the promoted standby")
 			if o.lost != c.wantLost {
 				t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
 			}
@@ -120,16 +111,7 @@ func TestPostgresFailover(t *testing.T) {
 
 func TestFailoverTrialsPostgres(t *testing.T) {
 	needPostgres(t)
-	n := trials(t)
-	for _, c := range pgCases {
-		t.Run(c.name, func(t *testing.T) {
-			var outs []outcome
-			for i := range n {
-				outs = append(outs, pgTrial(t, c, fmt.Sprintf("k%d", i), nil))
-			}
-			report(t, "postgres, "+c.name, outs)
-		})
-	}
+	reportTrials(t, "postgres", pgCases, func(c pgCase) string { return c.name }, func(t *testing.T, c pgCase, key string) outcome { return pgTrial(t, c, key, nil) })
 }
 
 // TestPostgresStepFailover takes a failover in two steps: between them a

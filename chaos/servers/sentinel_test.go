@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/backends/redisstore"
-	"github.com/idembench/idembench/history"
 )
 
 // sentinelCase is one replicated Redis configuration and its expected
@@ -55,9 +54,7 @@ func sentinelTrial(t *testing.T, c sentinelCase, key string) outcome {
 	}
 	old := topo.Primary()
 	o := runTrial(ctx, store, topo, key)
-	if o.window.Kind != history.KindFault || o.window.Return == history.NoReturn || o.window.Call >= o.window.Return || o.window.Key != key {
-		t.Errorf("fault window %+v", o.window)
-	}
+	checkWindow(t, o, key)
 	if topo.Primary() == old {
 		t.Errorf("primary still %s after Failover", old.Addr())
 	}
@@ -94,13 +91,7 @@ func TestSentinelFailover(t *testing.T) {
 				t.Skip("measured by TestFailoverTrialsSentinel")
 			}
 			o := sentinelTrial(t, c, fmt.Sprintf("k%d", i))
-			t.Logf("Do %v (err %v), failover %v, record on the promoted primary: %s; retry ran again %v (same token %v, err %v)", o.doTook, o.doErr, o.failover, o.status, o.reran, o.sameTok, o.retryErr)
-			if o.reran != o.lost {
-				t.Errorf("retry ran the function again = %v, but completion lost = %v", o.reran, o.lost)
-			}
-			if o.doErr != nil {
-				t.Fatalf("Do: %v", o.doErr)
-			}
+			checkOutcome(t, o, "the promoted primary")
 			if o.lost != c.wantLost {
 				t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
 			}
@@ -110,16 +101,7 @@ func TestSentinelFailover(t *testing.T) {
 
 func TestFailoverTrialsSentinel(t *testing.T) {
 	needRedis(t)
-	n := trials(t)
-	for _, c := range sentinelCases {
-		t.Run(c.name, func(t *testing.T) {
-			var outs []outcome
-			for i := range n {
-				outs = append(outs, sentinelTrial(t, c, fmt.Sprintf("k%d", i)))
-			}
-			report(t, "redis sentinel, "+c.name, outs)
-		})
-	}
+	reportTrials(t, "redis sentinel", sentinelCases, func(c sentinelCase) string { return c.name }, sentinelTrial)
 }
 
 // TestSentinelStepFailover takes a failover in two steps: nothing is

@@ -118,93 +118,32 @@ func next(t *testing.T, ds <-chan amqp.Delivery) amqp.Delivery {
 	panic("unreachable")
 }
 
-// effects counts the handler's applied effects per message id.
-type effects struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (e *effects) handler(fail map[string]error) idemamqp.Handler {
-	return func(ctx context.Context, d *amqp.Delivery) error {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if err := fail[d.MessageId]; err != nil {
-			delete(fail, d.MessageId) // fails once
-			return err
-		}
-		if e.n == nil {
-			e.n = map[string]int{}
-		}
-		e.n[d.MessageId]++
-		return nil
-	}
-}
-
-func (e *effects) count(id string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.n[id]
+// handler applies a message's effect to fx, failing once as fail says.
+func handler(fx *testenv.Effects, fail map[string]error) idemamqp.Handler {
+	return func(ctx context.Context, d *amqp.Delivery) error { return fx.Apply(d.MessageId, fail) }
 }
 
 func TestHandleSettles(t *testing.T) {
-	poison := idem.Permanent(errors.New("no such account"))
-	tests := []struct {
-		name     string
-		publish  [][2]string // id, body
-		fail     map[string]error
-		actions  []idem.Decision
-		effects  map[string]int
-		deadLtrs int
-	}{
-		{name: "duplicate publish applied once",
-			publish: [][2]string{{"m1", "a"}, {"m1", "a"}},
-			actions: []idem.Decision{idem.Ack, idem.Ack},
-			effects: map[string]int{"m1": 1}},
-		{name: "retryable failure requeued and redelivered",
-			publish: [][2]string{{"m1", "a"}},
-			fail:    map[string]error{"m1": errors.New("timeout")},
-			actions: []idem.Decision{idem.Redeliver, idem.Ack},
-			effects: map[string]int{"m1": 1}},
-		{name: "poison dead-lettered once, duplicate acked",
-			publish:  [][2]string{{"p", "x"}, {"p", "x"}},
-			fail:     map[string]error{"p": poison},
-			actions:  []idem.Decision{idem.DeadLetter, idem.Ack},
-			effects:  map[string]int{"p": 0},
-			deadLtrs: 1},
-		{name: "missing message-id dead-lettered",
-			publish:  [][2]string{{"", "a"}},
-			actions:  []idem.Decision{idem.DeadLetter},
-			deadLtrs: 1},
-		{name: "reused id with another payload dead-lettered",
-			publish:  [][2]string{{"m1", "a"}, {"m1", "b"}},
-			actions:  []idem.Decision{idem.Ack, idem.DeadLetter},
-			effects:  map[string]int{"m1": 1},
-			deadLtrs: 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range testenv.HandleCases(idem.Permanent(errors.New("no such account"))) {
+		t.Run(tt.Name, func(t *testing.T) {
 			b := newBroker(t)
 			st := memstore.New(memstore.Options{})
 			t.Cleanup(func() { st.Close() })
-			var fx effects
-			c := idemamqp.New(idem.New(st), fx.handler(tt.fail), idemamqp.Options{})
-			for _, p := range tt.publish {
+			var fx testenv.Effects
+			c := idemamqp.New(idem.New(st), handler(&fx, tt.Fail), idemamqp.Options{})
+			for _, p := range tt.Publish {
 				b.publish(t, p[0], p[1])
 			}
 			_, ds := b.deliveries(t)
-			for i, want := range tt.actions {
+			for i, want := range tt.Decisions {
 				d := next(t, ds)
 				got, err := c.Handle(context.Background(), &d)
 				if got != want {
 					t.Fatalf("delivery %d (%q, redelivered %v): action %s (err %v), want %s", i, d.MessageId, d.Redelivered, got, err, want)
 				}
 			}
-			for id, n := range tt.effects {
-				if got := fx.count(id); got != n {
-					t.Errorf("effects of %q = %d, want %d", id, got, n)
-				}
-			}
-			waitDepth(t, b, b.dlq, tt.deadLtrs)
+			fx.CheckEffects(t, tt.Effects)
+			waitDepth(t, b, b.dlq, tt.DeadLetters)
 			waitDepth(t, b, b.queue, 0)
 		})
 	}
@@ -236,7 +175,7 @@ func TestCrashBeforeAck(t *testing.T) {
 	b := newBroker(t)
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })
-	var fx effects
+	var fx testenv.Effects
 	crash := errors.New("crash")
 	var once sync.Once
 	hook := func(ctx context.Context, p idem.Point, l idem.Lease) error {
@@ -247,10 +186,10 @@ func TestCrashBeforeAck(t *testing.T) {
 		return err
 	}
 	recovery := func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
-		return idem.Response{Status: 200}, fx.count("m1") > 0, nil
+		return idem.Response{Status: 200}, fx.Count("m1") > 0, nil
 	}
 	e := idem.New(st, idem.WithLeaseTTL(300*time.Millisecond), idem.WithHook(hook), idem.WithRecovery(recovery))
-	c := idemamqp.New(e, fx.handler(nil), idemamqp.Options{RequeueDelay: 50 * time.Millisecond})
+	c := idemamqp.New(e, handler(&fx, nil), idemamqp.Options{RequeueDelay: 50 * time.Millisecond})
 	b.publish(t, "m1", "a")
 
 	ch1, ds1 := b.deliveries(t)
@@ -276,7 +215,7 @@ func TestCrashBeforeAck(t *testing.T) {
 			t.Fatalf("redelivery: action %s, err %v; want redeliver-later while the lease lives", a, err)
 		}
 	}
-	if got := fx.count("m1"); got != 1 {
+	if got := fx.Count("m1"); got != 1 {
 		t.Fatalf("effects = %d after crash and redelivery, want 1 (actions %v)", got, actions)
 	}
 	waitDepth(t, b, b.queue, 0)

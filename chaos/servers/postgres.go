@@ -198,18 +198,8 @@ func (pg *Postgres) prepare(ctx context.Context) error {
 		return pg.trustSameNet()
 	}
 	args := []string{"-D", pg.dataDir(), "-U", Superuser, "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"}
-	p, err := startProc(filepath.Join(pg.binDir, "initdb"), args, pg.dir, filepath.Join(pg.dir, "initdb.log"), pg.cred)
-	if err != nil {
+	if err := runTool(ctx, filepath.Join(pg.binDir, "initdb"), args, pg.dir, "initdb.log", pg.cred); err != nil {
 		return err
-	}
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		_ = p.kill()
-		return fmt.Errorf("servers: initdb: %w", context.Cause(ctx))
-	}
-	if p.err != nil {
-		return fmt.Errorf("servers: initdb: %w; log: %s", p.err, p.logTail())
 	}
 	return pg.trustSameNet()
 }

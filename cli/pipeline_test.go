@@ -154,13 +154,7 @@ func TestEveryFlagBounded(t *testing.T) {
 // own earlier output whole, through a directory beside it.
 func TestOutRuleEveryCommand(t *testing.T) {
 	work := t.TempDir()
-	foreign := filepath.Join(work, "foreign")
-	if err := os.MkdirAll(foreign, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	foreign := foreignDir(t, work)
 	sweepArgs := []string{"sweep", "--step", "500ms", "--steps", "1", "--seed", "2", "--no-progress"}
 	matrixArgs := []string{"matrix", "--backends", "memory", "--faults", "dup", "--duration", "200ms", "--seed", "2"}
 	for _, args := range [][]string{
@@ -173,8 +167,8 @@ func TestOutRuleEveryCommand(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.err, "not an idembench run directory") {
 			t.Errorf("%s --out foreign: exit %d, want %d and a reason\n%s", args[0], r.code, exitUsage, r.err)
 		}
-		if got := dirNames(t, foreign); !slices.Equal(got, []string{"notes.txt"}) {
-			t.Fatalf("%s wrote into a foreign directory: %v", args[0], got)
+		if !foreignUntouched(t, foreign) {
+			t.Fatalf("%s wrote into a foreign directory: %v", args[0], dirNames(t, foreign))
 		}
 	}
 	for _, c := range []struct {
@@ -311,12 +305,7 @@ func TestInterruptEveryCommand(t *testing.T) {
 	}
 	bin := buildCLI(t)
 	work := t.TempDir()
-	stuck := filepath.Join(work, "stuck.yaml")
-	src := "name: stuck\nduration: 1h\nengine: {lease_ttl: 10h, heartbeat: on}\nworkload: {clients: 2}\n" +
-		"faults:\n  - {kind: pause, point: before-fn, duration: 10m, count: 2, window: [0, 0.0001]}\n"
-	if err := os.WriteFile(stuck, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	stuck := stuckScenario(t, work)
 	fifoRun := filepath.Join(work, "fifo-run")
 	if err := os.MkdirAll(fifoRun, 0o755); err != nil {
 		t.Fatal(err)

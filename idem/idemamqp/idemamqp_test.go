@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -173,28 +172,14 @@ func waitDepth(t *testing.T, b *broker, queue string, want int) {
 // hook that finds the effect, acks it without applying it again.
 func TestCrashBeforeAck(t *testing.T) {
 	b := newBroker(t)
-	st := memstore.New(memstore.Options{})
-	t.Cleanup(func() { st.Close() })
 	var fx testenv.Effects
-	crash := errors.New("crash")
-	var once sync.Once
-	hook := func(ctx context.Context, p idem.Point, l idem.Lease) error {
-		var err error
-		if p == idem.PointAfterFn {
-			once.Do(func() { err = crash })
-		}
-		return err
-	}
-	recovery := func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
-		return idem.Response{Status: 200}, fx.Count("m1") > 0, nil
-	}
-	e := idem.New(st, idem.WithLeaseTTL(300*time.Millisecond), idem.WithHook(hook), idem.WithRecovery(recovery))
+	e := testenv.CrashEngine(t, &fx, "m1", 300*time.Millisecond)
 	c := idemamqp.New(e, handler(&fx, nil), idemamqp.Options{RequeueDelay: 50 * time.Millisecond})
 	b.publish(t, "m1", "a")
 
 	ch1, ds1 := b.deliveries(t)
 	d := next(t, ds1)
-	if _, err := c.Process(context.Background(), &d); !errors.Is(err, crash) {
+	if _, err := c.Process(context.Background(), &d); !errors.Is(err, testenv.ErrCrash) {
 		t.Fatalf("first delivery: err %v, want the crash", err)
 	}
 	ch1.Close() // the consumer dies without acking

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -181,27 +180,13 @@ func TestHandleSettles(t *testing.T) {
 // hook finds the effect, so it is acked without a second effect.
 func TestCrashBeforeAck(t *testing.T) {
 	s := newStream(t, 400*time.Millisecond)
-	st := memstore.New(memstore.Options{})
-	t.Cleanup(func() { st.Close() })
 	var fx testenv.Effects
-	crash := errors.New("crash")
-	var once sync.Once
-	hook := func(ctx context.Context, p idem.Point, l idem.Lease) error {
-		var err error
-		if p == idem.PointAfterFn {
-			once.Do(func() { err = crash })
-		}
-		return err
-	}
-	recovery := func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
-		return idem.Response{Status: 200}, fx.Count("m1") > 0, nil
-	}
-	e := idem.New(st, idem.WithLeaseTTL(300*time.Millisecond), idem.WithHook(hook), idem.WithRecovery(recovery))
+	e := testenv.CrashEngine(t, &fx, "m1", 300*time.Millisecond)
 	c := idemnats.New(e, handler(&fx, nil), idemnats.Options{Key: idemnats.HeaderKey("Idem-Key"), RequeueDelay: 50 * time.Millisecond})
 	s.publish(t, "m1", "a")
 	it := s.messages(t)
 	m := next(t, it)
-	if _, err := c.Process(context.Background(), m); !errors.Is(err, crash) {
+	if _, err := c.Process(context.Background(), m); !errors.Is(err, testenv.ErrCrash) {
 		t.Fatalf("first delivery: err %v, want the crash", err)
 	}
 	for {

@@ -60,6 +60,32 @@ func (e *Effects) CheckEffects(t testing.TB, want map[string]int) {
 	}
 }
 
+// ErrCrash is the error of CrashEngine's crash.
+var ErrCrash = errors.New("crash")
+
+// CrashEngine returns an engine on a new memory store (closed at the end of
+// t) whose first execution crashes right after its function ran, before
+// its completion is recorded (a consumer killed between its effect and its
+// ack), with lease ttl, and whose recovery hook finds the effect of key in
+// fx: a redelivery that takes the key over completes it without applying
+// the effect again.
+func CrashEngine(t testing.TB, fx *Effects, key string, ttl time.Duration) *idem.Engine {
+	st := memstore.New(memstore.Options{})
+	t.Cleanup(func() { st.Close() })
+	var once sync.Once
+	hook := func(ctx context.Context, p idem.Point, l idem.Lease) error {
+		var err error
+		if p == idem.PointAfterFn {
+			once.Do(func() { err = ErrCrash })
+		}
+		return err
+	}
+	recovery := func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
+		return idem.Response{Status: 200}, fx.Count(key) > 0, nil
+	}
+	return idem.New(st, idem.WithLeaseTTL(ttl), idem.WithHook(hook), idem.WithRecovery(recovery))
+}
+
 // CountingStore is a memory store that counts the claims that reach it,
 // key by key and in batches.
 type CountingStore struct {

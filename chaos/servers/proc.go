@@ -375,6 +375,17 @@ func (s *server) restart(ctx context.Context, end func(*proc) error, timeout tim
 	return nil
 }
 
+// running runs f on the server's process under the lock that Restart
+// and Stop take; after Stop it returns nil without running f.
+func (s *server) running(f func(*proc) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	return f(s.p.Load())
+}
+
 // stop is every Stop of self: the first call ends the process with end and
 // removes a temporary directory; later calls return nil.
 func (s *server) stop(self stopper, end func(*proc) error) error {

@@ -3,7 +3,6 @@
 package servers
 
 import (
-	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -72,21 +71,17 @@ func clusterTrial(t *testing.T, c clusterCase, key string) outcome {
 }
 
 func TestClusterFailover(t *testing.T) {
-	t.Parallel()
 	needRedis(t)
-	for i, c := range clusterCases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			o := clusterTrial(t, c, fmt.Sprintf("k%d", i))
-			checkOutcome(t, o, "the promoted replica")
-			if c.mustKeep && o.lost {
-				t.Errorf("completion lost (record %s) although WAIT 1 acknowledged it", o.status)
-			}
-			if c.mustLose && !o.lost {
-				t.Errorf("completion kept (record %s) although the replica lags by %v", o.status, c.lag)
-			}
-		})
-	}
+	failoverCases(t, clusterCases, func(c clusterCase) string { return c.name }, func(t *testing.T, c clusterCase, key string) {
+		o := clusterTrial(t, c, key)
+		checkOutcome(t, o, "the promoted replica")
+		if c.mustKeep && o.lost {
+			t.Errorf("completion lost (record %s) although WAIT 1 acknowledged it", o.status)
+		}
+		if c.mustLose && !o.lost {
+			t.Errorf("completion kept (record %s) although the replica lags by %v", o.status, c.lag)
+		}
+	})
 }
 
 func TestFailoverTrialsCluster(t *testing.T) {

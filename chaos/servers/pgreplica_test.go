@@ -5,7 +5,6 @@ package servers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -83,30 +82,26 @@ func pgTrial(t *testing.T, c pgCase, key string, check func(*pgstore.Store)) out
 }
 
 func TestPostgresFailover(t *testing.T) {
-	t.Parallel()
 	needPostgres(t)
-	for i, c := range pgCases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			if !c.ci {
-				t.Skip("measured by TestFailoverTrialsPostgres")
+	failoverCases(t, pgCases, func(c pgCase) string { return c.name }, func(t *testing.T, c pgCase, key string) {
+		if !c.ci {
+			t.Skip("measured by TestFailoverTrialsPostgres")
+		}
+		o := pgTrial(t, c, key, func(s *pgstore.Store) {
+			r, err := s.CheckReplication(t.Context())
+			t.Logf("CheckReplication: %+v, %v", r, err)
+			if want := c.opts.SynchronousCommit != ""; r.Synchronous() != want || (err == nil) != want {
+				t.Errorf("CheckReplication = %+v, %v; want synchronous %v", r, err, want)
 			}
-			o := pgTrial(t, c, fmt.Sprintf("k%d", i), func(s *pgstore.Store) {
-				r, err := s.CheckReplication(t.Context())
-				t.Logf("CheckReplication: %+v, %v", r, err)
-				if want := c.opts.SynchronousCommit != ""; r.Synchronous() != want || (err == nil) != want {
-					t.Errorf("CheckReplication = %+v, %v; want synchronous %v", r, err, want)
-				}
-				if c.opts.SynchronousCommit == "" && !errors.Is(err, pgstore.ErrAsyncReplication) {
-					t.Errorf("CheckReplication on an async standby = %v, want ErrAsyncReplication", err)
-				}
-			})
-			checkOutcome(t, o, "the promoted standby")
-			if o.lost != c.wantLost {
-				t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
+			if c.opts.SynchronousCommit == "" && !errors.Is(err, pgstore.ErrAsyncReplication) {
+				t.Errorf("CheckReplication on an async standby = %v, want ErrAsyncReplication", err)
 			}
 		})
-	}
+		checkOutcome(t, o, "the promoted standby")
+		if o.lost != c.wantLost {
+			t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
+		}
+	})
 }
 
 func TestFailoverTrialsPostgres(t *testing.T) {

@@ -4,7 +4,6 @@ package servers
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -82,21 +81,17 @@ func assertTopologyGone(t *testing.T, topo *RedisSentinel) {
 }
 
 func TestSentinelFailover(t *testing.T) {
-	t.Parallel()
 	needRedis(t)
-	for i, c := range sentinelCases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			if c.name == "async, direct link" || c.name == "WAIT 1, 2 replicas, one lagging, equal priority" {
-				t.Skip("measured by TestFailoverTrialsSentinel")
-			}
-			o := sentinelTrial(t, c, fmt.Sprintf("k%d", i))
-			checkOutcome(t, o, "the promoted primary")
-			if o.lost != c.wantLost {
-				t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
-			}
-		})
-	}
+	failoverCases(t, sentinelCases, func(c sentinelCase) string { return c.name }, func(t *testing.T, c sentinelCase, key string) {
+		if c.name == "async, direct link" || c.name == "WAIT 1, 2 replicas, one lagging, equal priority" {
+			t.Skip("measured by TestFailoverTrialsSentinel")
+		}
+		o := sentinelTrial(t, c, key)
+		checkOutcome(t, o, "the promoted primary")
+		if o.lost != c.wantLost {
+			t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
+		}
+	})
 }
 
 func TestFailoverTrialsSentinel(t *testing.T) {

@@ -146,6 +146,18 @@ func checkOutcome(t *testing.T, o outcome, promoted string) {
 	}
 }
 
+// failoverCases runs each case in a parallel subtest named by name, on
+// key k<i> (i its index).
+func failoverCases[C any](t *testing.T, cases []C, name func(C) string, run func(t *testing.T, c C, key string)) {
+	t.Parallel()
+	for i, c := range cases {
+		t.Run(name(c), func(t *testing.T) {
+			t.Parallel()
+			run(t, c, fmt.Sprintf("k%d", i))
+		})
+	}
+}
+
 // reportTrials runs trials() trials of each case with trial, one subtest
 // a case named by name, and reports them as "system, name".
 func reportTrials[C any](t *testing.T, system string, cases []C, name func(C) string, trial func(*testing.T, C, string) outcome) {

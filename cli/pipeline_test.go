@@ -32,14 +32,7 @@ func TestBackendDiesMidRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a private Redis server")
 	}
-	r, err := servers.StartRedis(t.Context(), servers.RedisOptions{})
-	if errors.Is(err, servers.ErrNotFound) && !testenv.Required() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Stop()
+	r := privateRedis(t)
 	kill := time.AfterFunc(700*time.Millisecond, func() { _ = syscall.Kill(r.PID(), syscall.SIGKILL) })
 	defer kill.Stop()
 	res := runCLI(t, "run", "--backend", "redis", "--redis-url", r.URL(), "--scenario", "duplicates", "--duration", "2s",
@@ -361,10 +354,10 @@ func TestInterruptEveryCommand(t *testing.T) {
 	}
 }
 
-// TestBackendURLMistakes: a server that answers and refuses the URL's
-// password, user or database is a usage error (exit 2) that says what to
-// change in the URL, not "unreachable" with a docker compose hint.
-func TestBackendURLMistakes(t *testing.T) {
+// privateRedis starts a private redis-server for the rest of t; without
+// the binary the test is skipped (failed with IDEM_REQUIRE_BACKENDS=1).
+func privateRedis(t *testing.T) *servers.Redis {
+	t.Helper()
 	r, err := servers.StartRedis(t.Context(), servers.RedisOptions{})
 	if errors.Is(err, servers.ErrNotFound) && !testenv.Required() {
 		t.Skip(err)
@@ -372,7 +365,15 @@ func TestBackendURLMistakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Stop()
+	t.Cleanup(func() { _ = r.Stop() })
+	return r
+}
+
+// TestBackendURLMistakes: a server that answers and refuses the URL's
+// password, user or database is a usage error (exit 2) that says what to
+// change in the URL, not "unreachable" with a docker compose hint.
+func TestBackendURLMistakes(t *testing.T) {
+	r := privateRedis(t)
 	rc := redis.NewClient(&redis.Options{Addr: r.Addr()})
 	if err := rc.ConfigSet(t.Context(), "requirepass", "s3cret").Err(); err != nil {
 		t.Fatal(err)

@@ -24,8 +24,7 @@ func TestProcessBatch(t *testing.T) {
 	var fx testenv.Effects
 	poison := idem.Permanent(errors.New("no such account"))
 	c := idemamqp.New(idem.New(st), handler(&fx, map[string]error{"p": poison}), idemamqp.Options{})
-	publish := [][2]string{{"m1", "a"}, {"m1", "a"}, {"m2", "b"}, {"", "x"}, {"p", "x"}, {"m2", "c"}}
-	want := []idem.Decision{idem.Ack, idem.Ack, idem.Ack, idem.DeadLetter, idem.DeadLetter, idem.DeadLetter}
+	publish := testenv.BatchPublish
 	for _, p := range publish {
 		b.publish(t, p[0], p[1])
 	}
@@ -47,23 +46,11 @@ func TestProcessBatch(t *testing.T) {
 		batch = append(batch, &d)
 	}
 	got := c.ProcessBatch(context.Background(), batch)
-	if len(got) != len(batch) {
-		t.Fatalf("%d answers for %d deliveries", len(got), len(batch))
-	}
+	testenv.CheckBatch(t, got, poison, &fx, st)
 	for i, p := range got {
-		if p.Decision != want[i] {
-			t.Errorf("delivery %d (%q %q): action %s (err %v), want %s", i, publish[i][0], publish[i][1], p.Decision, p.Err, want[i])
-		}
 		if err := c.Settle(context.Background(), batch[i], p.Decision); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if !errors.Is(got[3].Err, idem.ErrInvalidKey) || !errors.Is(got[5].Err, idem.ErrFingerprintMismatch) || !errors.Is(got[4].Err, poison) {
-		t.Errorf("errors %v, %v, %v: want invalid key, poison, fingerprint mismatch", got[3].Err, got[4].Err, got[5].Err)
-	}
-	fx.CheckEffects(t, map[string]int{"m1": 1, "m2": 1, "p": 0})
-	if a, bt := st.Acquires.Load(), st.Batches.Load(); a != 0 || bt != 2 {
-		t.Errorf("%d single claims and %d batch claims, want 0 and 2 (distinct keys, then the duplicates)", a, bt)
 	}
 	waitDepth(t, b, b.dlq, 3)
 	waitDepth(t, b, b.queue, 0)

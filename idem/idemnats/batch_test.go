@@ -35,8 +35,7 @@ func TestProcessBatch(t *testing.T) {
 		Key: idemnats.HeaderKey("Idem-Key"), ConfirmAck: true, DeadLetter: idemnats.PublishTo(s.js, s.dlSubj),
 		InProgressInterval: time.Millisecond,
 	})
-	publish := [][2]string{{"m1", "a"}, {"m1", "a"}, {"m2", "b"}, {"", "x"}, {"p", "x"}, {"m2", "c"}}
-	want := []idem.Decision{idem.Ack, idem.Ack, idem.Ack, idem.DeadLetter, idem.DeadLetter, idem.DeadLetter}
+	publish := testenv.BatchPublish
 	for _, p := range publish {
 		s.publish(t, p[0], p[1])
 	}
@@ -52,23 +51,11 @@ func TestProcessBatch(t *testing.T) {
 		t.Fatalf("fetched %d messages, want %d (%v)", len(batch), len(publish), mb.Error())
 	}
 	got := c.ProcessBatch(ctx, batch)
-	if len(got) != len(batch) {
-		t.Fatalf("%d answers for %d messages", len(got), len(batch))
-	}
+	testenv.CheckBatch(t, got, poison, &fx, st)
 	for i, p := range got {
-		if p.Decision != want[i] {
-			t.Errorf("message %d (%q %q): action %s (err %v), want %s", i, publish[i][0], publish[i][1], p.Decision, p.Err, want[i])
-		}
 		if err := c.Settle(ctx, batch[i], p.Decision, p.Err); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if !errors.Is(got[3].Err, idem.ErrInvalidKey) || !errors.Is(got[5].Err, idem.ErrFingerprintMismatch) || !errors.Is(got[4].Err, poison) {
-		t.Errorf("errors %v, %v, %v: want invalid key, poison, fingerprint mismatch", got[3].Err, got[4].Err, got[5].Err)
-	}
-	fx.CheckEffects(t, map[string]int{"m1": 1, "m2": 1, "p": 0})
-	if a, bt := st.Acquires.Load(), st.Batches.Load(); a != 0 || bt != 2 {
-		t.Errorf("%d single claims and %d batch claims, want 0 and 2 (distinct keys, then the duplicates)", a, bt)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {

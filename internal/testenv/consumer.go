@@ -110,6 +110,36 @@ func (s *CountingStore) AcquireBatch(ctx context.Context, reqs []idem.AcquireReq
 	return s.Store.AcquireBatch(ctx, reqs, ttl)
 }
 
+// BatchPublish is what the ProcessBatch tests publish, in order: a
+// duplicate inside the batch, a message without a key, the poison message
+// "p" (HandleCases' poison) and a key reused with another payload.
+var BatchPublish = [][2]string{{"m1", "a"}, {"m1", "a"}, {"m2", "b"}, {"", "x"}, {"p", "x"}, {"m2", "c"}}
+
+// CheckBatch checks the answers of a ProcessBatch of BatchPublish (the
+// handler failing "p" with poison) and what it did: the duplicate acked,
+// the other three dead-lettered with their errors, one effect per key, and
+// the keys claimed in one store call per round (the duplicates make a
+// second round), never key by key.
+func CheckBatch(t testing.TB, got []idem.Consumed, poison error, fx *Effects, st *CountingStore) {
+	t.Helper()
+	want := []idem.Decision{idem.Ack, idem.Ack, idem.Ack, idem.DeadLetter, idem.DeadLetter, idem.DeadLetter}
+	if len(got) != len(want) {
+		t.Fatalf("%d answers for %d messages", len(got), len(want))
+	}
+	for i, p := range got {
+		if p.Decision != want[i] {
+			t.Errorf("message %d (%q %q): action %s (err %v), want %s", i, BatchPublish[i][0], BatchPublish[i][1], p.Decision, p.Err, want[i])
+		}
+	}
+	if !errors.Is(got[3].Err, idem.ErrInvalidKey) || !errors.Is(got[5].Err, idem.ErrFingerprintMismatch) || !errors.Is(got[4].Err, poison) {
+		t.Errorf("errors %v, %v, %v: want invalid key, poison, fingerprint mismatch", got[3].Err, got[4].Err, got[5].Err)
+	}
+	fx.CheckEffects(t, map[string]int{"m1": 1, "m2": 1, "p": 0})
+	if a, bt := st.Acquires.Load(), st.Batches.Load(); a != 0 || bt != 2 {
+		t.Errorf("%d single claims and %d batch claims, want 0 and 2 (distinct keys, then the duplicates)", a, bt)
+	}
+}
+
 // HandleCase is one case of a consumer's Handle test: messages published
 // (key, body; an empty key is a message without one), the handler's
 // failures, the decision for each delivery in order, the effects applied

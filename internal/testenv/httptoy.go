@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -90,6 +91,22 @@ func Answer(w http.ResponseWriter, b []byte, replayed bool) {
 	}
 	w.WriteHeader(http.StatusCreated)
 	w.Write(b)
+}
+
+// Send sends req with http.DefaultClient and returns the response, its
+// body read and closed; an error fails t.
+func Send(t testing.TB, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
 }
 
 // cmp returns v, or def when v is zero.

@@ -31,11 +31,7 @@ var clusterCases = []clusterCase{
 func clusterTrial(t *testing.T, c clusterCase, key string) outcome {
 	t.Helper()
 	ctx := testContext(t)
-	topo, err := StartRedisCluster(ctx, RedisClusterOptions{ReplicationLag: c.lag})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartRedisCluster, RedisClusterOptions{ReplicationLag: c.lag})
 	client := topo.NewClient()
 	defer client.Close()
 	store, err := redisstore.New(client, redisstore.Options{WaitReplicas: c.wait})

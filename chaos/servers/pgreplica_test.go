@@ -38,11 +38,7 @@ var pgCases = []pgCase{
 func pgTrial(t *testing.T, c pgCase, key string, check func(*pgstore.Store)) outcome {
 	t.Helper()
 	ctx := testContext(t)
-	topo, err := StartPostgresReplicated(ctx, c.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartPostgresReplicated, c.opts)
 	pool, err := pgxpool.New(ctx, topo.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -116,11 +112,7 @@ func TestPostgresStepFailover(t *testing.T) {
 	t.Parallel()
 	needPostgres(t)
 	ctx := testContext(t)
-	topo, err := StartPostgresReplicated(ctx, PostgresReplicatedOptions{SynchronousCommit: "on"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartPostgresReplicated, PostgresReplicatedOptions{SynchronousCommit: "on"})
 	if _, err := topo.Promote(ctx); err == nil {
 		t.Fatal("Promote before KillPrimary succeeded")
 	}

@@ -40,11 +40,7 @@ var sentinelCases = []sentinelCase{
 func sentinelTrial(t *testing.T, c sentinelCase, key string) outcome {
 	t.Helper()
 	ctx := testContext(t)
-	topo, err := StartRedisSentinel(ctx, c.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartRedisSentinel, c.opts)
 	client := redis.NewFailoverClient(topo.FailoverOptions())
 	defer client.Close()
 	store, err := redisstore.New(client, redisstore.Options{WaitReplicas: c.wait})
@@ -106,11 +102,7 @@ func TestSentinelStepFailover(t *testing.T) {
 	t.Parallel()
 	needRedis(t)
 	ctx := testContext(t)
-	topo, err := StartRedisSentinel(ctx, RedisSentinelOptions{DownAfter: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartRedisSentinel, RedisSentinelOptions{DownAfter: 30 * time.Second})
 	if _, err := topo.Promote(ctx); err == nil {
 		t.Fatal("Promote before KillPrimary succeeded")
 	}

@@ -124,6 +124,18 @@ func trials(t *testing.T) int {
 	return n
 }
 
+// start starts a topology with startFn and opts, stopped at the end of
+// t (a trial stops it earlier to check what is left).
+func start[T interface{ Stop() error }, O any](ctx context.Context, t *testing.T, startFn func(context.Context, O) (T, error), opts O) T {
+	t.Helper()
+	topo, err := startFn(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = topo.Stop() })
+	return topo
+}
+
 // checkWindow fails t unless o's fault window is a whole fault on key.
 func checkWindow(t *testing.T, o outcome, key string) {
 	t.Helper()

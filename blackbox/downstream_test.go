@@ -2,11 +2,12 @@ package blackbox
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idembench/idembench/internal/testenv"
 )
 
 // downstreamCall sends one call to the mock downstream and returns its
@@ -23,15 +24,7 @@ func downstreamCall(t *testing.T, method, url, key, token, body string) (int, st
 	if token != "" {
 		req.Header.Set(FencingTokenHeader, token)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := testenv.Send(t, req)
 	return resp.StatusCode, string(b)
 }
 

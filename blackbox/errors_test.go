@@ -16,6 +16,7 @@ import (
 
 	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/internal/testenv"
 )
 
 func TestParseTargetErrors(t *testing.T) {
@@ -155,17 +156,14 @@ func (s *toyService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
-		w.WriteHeader(http.StatusBadRequest)
+	key, ok := testenv.RequestKey(w, r)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b, ok := s.answers[key]; ok && !s.double {
-		w.Header().Set("Idempotency-Replayed", "true")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(b)
+		testenv.Answer(w, b, true)
 		return
 	}
 	if s.onExecute != nil {
@@ -177,8 +175,7 @@ func (s *toyService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.effects[key]++
 	b := fmt.Appendf(nil, `{"id":"%s-%d"}`, key, s.effects[key])
 	s.answers[key] = b
-	w.WriteHeader(http.StatusCreated)
-	w.Write(b)
+	testenv.Answer(w, b, false)
 }
 
 func toyTarget(t *testing.T, srv *httptest.Server, oracle string) *Target {

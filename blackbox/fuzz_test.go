@@ -196,26 +196,28 @@ func TestFuzzFingerprint(t *testing.T) {
 			t.Errorf("%s differs from Outcome.Fingerprint (-want +got):\n%s", FuzzFile, diff)
 		}
 	})
-	t.Run("body-blind", func(t *testing.T) {
-		out, err := fuzzRun(t, 1, "", "--flaw", "body-blind-fingerprint")
-		if !fuzzFinds(out, err, ProbeFingerprintDifferent, FuzzFalseReplay) {
-			t.Fatalf("false replay not found: err %v, rows %+v", err, out.Conformance)
-		}
-		if r := row(t, out, ProbeFingerprintSame); r.Status != ProbePass {
-			t.Errorf("equivalent row %s (%s), want pass: the flaw replays everything", r.Status, r.Observed)
-		}
-		t.Log(row(t, out, ProbeFingerprintDifferent).Observed)
-	})
-	t.Run("raw-bytes", func(t *testing.T) {
-		out, err := fuzzRun(t, 1, "", "--flaw", "raw-bytes-fingerprint")
-		if !fuzzFinds(out, err, ProbeFingerprintSame, FuzzFalse422) {
-			t.Fatalf("false 422 not found: err %v, rows %+v", err, out.Conformance)
-		}
-		if r := row(t, out, ProbeFingerprintDifferent); r.Status != ProbePass {
-			t.Errorf("different row %s (%s), want pass", r.Status, r.Observed)
-		}
-		t.Log(row(t, out, ProbeFingerprintSame).Observed)
-	})
+	// A body-blind fingerprint replays a different request (a false
+	// replay; the equivalent row passes: it replays everything); a
+	// fingerprint of the raw bytes refuses an equivalent one (a false 422;
+	// the different row passes).
+	for _, c := range []struct {
+		name, flaw       string
+		found, pass, res string
+	}{
+		{"body-blind", "body-blind-fingerprint", ProbeFingerprintDifferent, ProbeFingerprintSame, FuzzFalseReplay},
+		{"raw-bytes", "raw-bytes-fingerprint", ProbeFingerprintSame, ProbeFingerprintDifferent, FuzzFalse422},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := fuzzRun(t, 1, "", "--flaw", c.flaw)
+			if !fuzzFinds(out, err, c.found, c.res) {
+				t.Fatalf("%s not found: err %v, rows %+v", c.res, err, out.Conformance)
+			}
+			if r := row(t, out, c.pass); r.Status != ProbePass {
+				t.Errorf("%s row %s (%s), want pass", c.pass, r.Status, r.Observed)
+			}
+			t.Log(row(t, out, c.found).Observed)
+		})
+	}
 	t.Run("declared-deviation", func(t *testing.T) {
 		tg := exampleTarget(t, "--flaw", "raw-bytes-fingerprint")
 		tg.Conformance.Skip = true

@@ -176,26 +176,12 @@ func TestSpecLimits(t *testing.T) {
 // run without a kill fault ends the run early with ErrServiceExited (exit
 // 5) naming it, not a verdict on what the dead service answered.
 func TestServiceExitIsEnvironment(t *testing.T) {
-	y := fmt.Sprintf(`
-name: dies
-start:
-  command: [timeout, "1.5", %q, --addr, "{{.Addr}}", --downstream, "{{.DownstreamURL}}"]
-  ready: /payments/none
-operation:
-  path: /payments
-  headers: {Content-Type: application/json}
-  body: '{"amount": {{.Amount}}, "currency": "EUR"}'
-  resource_id: /id
-  replay_header: "Idempotency-Replayed: true"
-oracle: {kind: downstream}
-conformance: {skip: true}
-`, serverBin)
-	tg, err := ParseTarget(strings.NewReader(y), "dies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The example service, stopped by timeout(1) after 1.5 s.
+	tg := exampleTarget(t)
+	tg.Start.Command = append([]string{"timeout", "1.5"}, tg.Start.Command...)
+	tg.Conformance.Skip = true
 	start := time.Now()
-	_, err = Run(context.Background(), Spec{Target: tg, Seed: 1, Duration: 6 * time.Second, Clients: 2,
+	_, err := Run(context.Background(), Spec{Target: tg, Seed: 1, Duration: 6 * time.Second, Clients: 2,
 		Retry: workload.Retry{Timeout: 300 * time.Millisecond}})
 	if !errors.Is(err, ErrServiceExited) || checker.ExitCode(err) != checker.ExitEnvironment {
 		t.Fatalf("err %v (exit %d), want ErrServiceExited (exit 5)", err, checker.ExitCode(err))

@@ -169,24 +169,28 @@ func TestNpmService(t *testing.T) {
 			t.Errorf("isolation row %+v, want fail", r)
 		}
 	})
-	t.Run("redis-claim-without-nx", func(t *testing.T) {
-		url := testenv.RedisURL(t)
-		tg := npmTarget(t, modules, "--store", "redis", "--redis-url", url, "--ttl", "60")
-		out, err := Run(context.Background(), redisRace(tg, 7))
-		if !errors.Is(err, ErrViolation) || out.Check.Result(checker.I1AtMostOnce).Violations == 0 {
-			t.Fatalf("the Redis adapter's double charges not caught as I1: err %v, violated %v", err, out.Check.Violated())
-		}
-		t.Logf("Redis adapter: %d keys charged more than once", out.Check.Result(checker.I1AtMostOnce).Violations)
-	})
-	t.Run("redis-stuck-after-kill", func(t *testing.T) {
-		url := testenv.RedisURL(t)
-		tg := npmTarget(t, modules, "--store", "redis", "--redis-url", url, "--ttl", "60")
-		out, err := Run(context.Background(), redisKill(tg, 9))
-		if !errors.Is(err, ErrViolation) || out.Check.Result(checker.I6Liveness).Violations == 0 {
-			t.Fatalf("keys left in progress by a crash not caught as I6: err %v, violated %v", err, out.Check.Violated())
-		}
-		t.Logf("Redis adapter after a kill: %d keys stuck in progress", out.Check.Result(checker.I6Liveness).Violations)
-	})
+	// The Redis adapter: its claim is no SET NX (racing copies both charge,
+	// I1), and a kill leaves its keys in progress for the TTL (I6).
+	for _, c := range []struct {
+		name string
+		spec func(*Target, int64) Spec
+		seed int64
+		want checker.Invariant
+		what string
+	}{
+		{"redis-claim-without-nx", redisRace, 7, checker.I1AtMostOnce, "keys charged more than once"},
+		{"redis-stuck-after-kill", redisKill, 9, checker.I6Liveness, "keys left in progress by a kill"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tg := npmTarget(t, modules, "--store", "redis", "--redis-url", testenv.RedisURL(t), "--ttl", "60")
+			out, err := Run(context.Background(), c.spec(tg, c.seed))
+			n := out.Check.Result(c.want).Violations
+			if !errors.Is(err, ErrViolation) || n == 0 {
+				t.Fatalf("%s not caught as %s: err %v, violated %v", c.what, c.want, err, out.Check.Violated())
+			}
+			t.Logf("Redis adapter: %d %s", n, c.what)
+		})
+	}
 	t.Run("library-intent-validator", func(t *testing.T) {
 		tg := npmTarget(t, modules, "--intent", "library")
 		tg.Conformance.Skip = true

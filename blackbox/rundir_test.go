@@ -46,12 +46,7 @@ func checkRunDir(t *testing.T, dir string) {
 	if err := json.Unmarshal(b, &c); err != nil || len(c.Probes) != len(ProbeIDs) {
 		t.Errorf("conformance.json: %v, %d probes", err, len(c.Probes))
 	}
-	f, err := os.Open(filepath.Join(dir, reports.HistoryFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := history.Decode(f)
+	h, err := history.DecodeFile(filepath.Join(dir, reports.HistoryFile))
 	if err != nil {
 		t.Fatalf("history.jsonl does not decode: %v", err)
 	}

@@ -1,7 +1,6 @@
 package blackbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,53 +20,10 @@ import (
 	"github.com/idembench/idembench/workload"
 )
 
-// bodyToy is an idempotent service that remembers each key's body: a
-// reused key with another body gets mismatchStatus. With noMarker its
-// replays carry no marker; with double it executes every request.
-type bodyToy struct {
-	mismatchStatus   int
-	noMarker, double bool
-
-	mu         sync.Mutex
-	bodies     map[string]string
-	answers    map[string][]byte
-	executions int
-}
-
-func newBodyToy(mismatchStatus int) *bodyToy {
-	return &bodyToy{mismatchStatus: mismatchStatus, bodies: map[string]string{}, answers: map[string][]byte{}}
-}
-
-func (s *bodyToy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		return
-	}
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	var body bytes.Buffer
-	_, _ = body.ReadFrom(r.Body)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if b, ok := s.answers[key]; ok && !s.double {
-		if s.bodies[key] != body.String() {
-			w.WriteHeader(s.mismatchStatus)
-			return
-		}
-		if !s.noMarker {
-			w.Header().Set("Idempotency-Replayed", "true")
-		}
-		w.WriteHeader(http.StatusCreated)
-		w.Write(b)
-		return
-	}
-	s.executions++
-	b := fmt.Appendf(nil, `{"id":"%s-%d"}`, key, s.executions)
-	s.answers[key], s.bodies[key] = b, body.String()
-	w.WriteHeader(http.StatusCreated)
-	w.Write(b)
+// newBodyToy returns testenv's Idempotency-Key toy answering a reused key
+// with another body with mismatchStatus.
+func newBodyToy(mismatchStatus int) *testenv.IdemToy {
+	return &testenv.IdemToy{MismatchStatus: mismatchStatus}
 }
 
 func bodyToyTarget(t *testing.T, url, extra string) *Target {
@@ -131,7 +87,7 @@ func TestSecondExecutionNotReplayed(t *testing.T) {
 	for _, double := range []bool{false, true} {
 		t.Run(fmt.Sprint("double=", double), func(t *testing.T) {
 			toy := newBodyToy(http.StatusUnprocessableEntity)
-			toy.noMarker, toy.double = true, double
+			toy.NoMarker, toy.Double = true, double
 			srv := httptest.NewServer(toy)
 			defer srv.Close()
 			tg := bodyToyTarget(t, srv.URL, "conformance: {skip: true}\n")
@@ -144,9 +100,7 @@ func TestSecondExecutionNotReplayed(t *testing.T) {
 			if double != errors.Is(err, ErrViolation) {
 				t.Fatalf("double=%v: err %v", double, err)
 			}
-			toy.mu.Lock()
-			executions := toy.executions
-			toy.mu.Unlock()
+			executions := toy.Executions()
 			// Every answer came back (no faults, long timeouts), but the
 			// last requests of the drain may be cut: a few executions
 			// without a recorded answer.
@@ -174,17 +128,14 @@ func (s *getThenSet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		return
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
-		w.WriteHeader(http.StatusBadRequest)
+	key, ok := testenv.RequestKey(w, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
 	rk := s.prefix + key
 	if b, err := s.rdb.Get(ctx, rk).Bytes(); err == nil {
-		w.Header().Set("Idempotency-Replayed", "true")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(b)
+		testenv.Answer(w, b, true)
 		return
 	}
 	s.mu.Lock()
@@ -383,9 +334,7 @@ func (s *busyToy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if b, ok := s.answers[key]; ok {
 		s.mu.Unlock()
-		w.Header().Set("Idempotency-Replayed", "true")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(b)
+		testenv.Answer(w, b, true)
 		return
 	}
 	if s.running[key] {

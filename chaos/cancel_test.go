@@ -17,13 +17,7 @@ import (
 // (ErrPauseCut with the cancellation cause), and is recorded as a window
 // cut short; a pause whose context never ends runs its full length.
 func TestPauseEndsWithContext(t *testing.T) {
-	in, err := chaos.New(chaos.Config{Seed: 1, RunFor: time.Minute, Faults: []chaos.Fault{
-		{Kind: history.FaultPause, Duration: 100_000 * time.Hour, Probability: 1, ThenFail: true},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.Start()
+	in := startPause(t, 100_000*time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Hook()(ctx, idem.PointBeforeFn, lease("k", 1)) }()

@@ -66,6 +66,20 @@ func TestParsePoint(t *testing.T) {
 
 func lease(key string, token idem.Token) idem.Lease { return idem.Lease{Key: key, Token: token} }
 
+// startPause returns a started injector that pauses every execution for d
+// before its function (then fails it: ThenFail).
+func startPause(t *testing.T, d time.Duration) *chaos.Injector {
+	t.Helper()
+	in, err := chaos.New(chaos.Config{Seed: 1, RunFor: time.Minute, Faults: []chaos.Fault{
+		{Kind: history.FaultPause, Duration: d, Probability: 1, ThenFail: true},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Start()
+	return in
+}
+
 func TestEmptyScheduleHasNoHook(t *testing.T) {
 	in, err := chaos.New(chaos.Config{RunFor: time.Second})
 	if err != nil {
@@ -171,13 +185,7 @@ func TestProbabilityIsDeterministic(t *testing.T) {
 // window, and makes the resumed execution's ForcedFailure return
 // ErrInjected exactly once. Stop disarms the schedule.
 func TestPauseThenFail(t *testing.T) {
-	in, err := chaos.New(chaos.Config{Seed: 1, RunFor: time.Minute, Faults: []chaos.Fault{
-		{Kind: history.FaultPause, Duration: 30 * time.Millisecond, Probability: 1, ThenFail: true},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.Start()
+	in := startPause(t, 30*time.Millisecond)
 	l := lease("k", 9)
 	start := time.Now()
 	if err := in.Hook()(context.Background(), idem.PointBeforeFn, l); err != nil {

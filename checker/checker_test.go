@@ -18,14 +18,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func load(t testing.TB, name string) *history.History {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
+	h, err := history.DecodeFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := history.Decode(f)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
 	}
 	return h
 }

@@ -32,15 +32,6 @@ func TestGeneratedLegalHistoriesPass(t *testing.T) {
 // the ways docs/design/verification.md names and checks that the checker finds it,
 // under the expected invariant, on that key only.
 func TestMutatedHistoriesFail(t *testing.T) {
-	keyOps := func(h *history.History, key string, pred func(*history.Op) bool) []int {
-		var out []int
-		for i := range h.Ops {
-			if h.Ops[i].Key == key && pred(&h.Ops[i]) {
-				out = append(out, i)
-			}
-		}
-		return out
-	}
 	lastReturn := func(h *history.History, key string) int64 {
 		var m int64
 		for _, op := range h.Ops {
@@ -50,7 +41,6 @@ func TestMutatedHistoriesFail(t *testing.T) {
 		}
 		return m
 	}
-	isReplay := func(op *history.Op) bool { return op.Outcome == history.Replayed }
 	isApplied := func(op *history.Op) bool { return op.Kind == history.KindEffect && op.Applied }
 	tests := []struct {
 		name   string
@@ -63,11 +53,11 @@ func TestMutatedHistoriesFail(t *testing.T) {
 			return true
 		}, I1AtMostOnce},
 		{"replay of another response", func(h *history.History, key string) bool {
-			r := keyOps(h, key, isReplay)
-			if len(r) == 0 {
+			op := lastReplay(h, key)
+			if op == nil {
 				return false
 			}
-			h.Ops[r[len(r)-1]].Resp = "deadbeef"
+			op.Resp = "deadbeef"
 			return true
 		}, I3ReplayConsistency},
 		{"success without effect", func(h *history.History, key string) bool {
@@ -77,20 +67,18 @@ func TestMutatedHistoriesFail(t *testing.T) {
 			return true
 		}, I2NoPhantomSuccess},
 		{"in_progress after commit", func(h *history.History, key string) bool {
-			r := keyOps(h, key, isReplay)
-			if len(r) == 0 {
+			op := lastReplay(h, key)
+			if op == nil {
 				return false
 			}
-			op := &h.Ops[r[len(r)-1]]
 			op.Outcome, op.Resp = history.InProgress, ""
 			return true
 		}, I4Linearizable},
 		{"second execution with the same response", func(h *history.History, key string) bool {
-			r := keyOps(h, key, isReplay)
-			if len(r) == 0 {
+			op := lastReplay(h, key)
+			if op == nil {
 				return false
 			}
-			op := &h.Ops[r[len(r)-1]]
 			op.Outcome, op.Token = history.Executed, 1<<41
 			return true
 		}, I4Linearizable},
@@ -111,12 +99,7 @@ func TestMutatedHistoriesFail(t *testing.T) {
 			return true
 		}, I7TokenOrder},
 		{"take-over of a superseded lease", func(h *history.History, key string) bool {
-			var grant *history.Op
-			for i := range h.Ops {
-				if op := &h.Ops[i]; op.Key == key && op.Kind == history.KindLease && op.Transition == history.TransitionTakenOver {
-					grant = op
-				}
-			}
+			grant := lastTakeover(h, key)
 			if grant == nil {
 				return false
 			}
@@ -126,12 +109,7 @@ func TestMutatedHistoriesFail(t *testing.T) {
 			return true
 		}, I7TokenOrder},
 		{"unfenced heartbeat after a take-over", func(h *history.History, key string) bool {
-			var grant *history.Op
-			for i := range h.Ops {
-				if op := &h.Ops[i]; op.Key == key && op.Kind == history.KindLease && op.Transition == history.TransitionTakenOver {
-					grant = op
-				}
-			}
+			grant := lastTakeover(h, key)
 			if grant == nil {
 				return false
 			}
@@ -217,12 +195,7 @@ func TestWitnessAgreesWithPorcupine(t *testing.T) {
 			ops = append(ops, op)
 		}
 		history.SortByCall(ops)
-		g := make([]int32, len(ops))
-		for i := range g {
-			g[i] = int32(i)
-		}
-		var r keyResult
-		f := checkLedger(ops, "k", g, &r, true)
+		g, f := ledgerOf(ops)
 		pops, sequential := modelOps(nil, ops, g, f)
 		// Porcupine on every op, unfiltered, is the reference.
 		all := make([]porcupine.Operation, len(ops))
@@ -317,12 +290,7 @@ func TestDecideAgreesWithPorcupine(t *testing.T) {
 			all[i] = porcupine.Operation{Input: &ops[i], Call: ops[i].Call, Return: ops[i].Return}
 		}
 		want := porcupine.CheckOperations(keyModel, all)
-		g := make([]int32, len(ops))
-		for i := range g {
-			g[i] = int32(i)
-		}
-		var r keyResult
-		f := checkLedger(ops, "k", g, &r, true)
+		g, f := ledgerOf(ops)
 		pops, _ := modelOps(nil, ops, g, f)
 		for _, in := range [][]porcupine.Operation{all, pops} {
 			total++
@@ -348,4 +316,48 @@ func TestDecideAgreesWithPorcupine(t *testing.T) {
 	if legal < 3000 || illegal < 3000 {
 		t.Errorf("generator too one-sided: %d legal, %d illegal", legal, illegal)
 	}
+}
+
+// keyOps returns the indexes of key's ops in h for which pred holds.
+func keyOps(h *history.History, key string, pred func(*history.Op) bool) []int {
+	var out []int
+	for i := range h.Ops {
+		if h.Ops[i].Key == key && pred(&h.Ops[i]) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func isReplay(op *history.Op) bool { return op.Outcome == history.Replayed }
+
+// lastReplay returns key's last replayed call in h, or nil.
+func lastReplay(h *history.History, key string) *history.Op {
+	r := keyOps(h, key, isReplay)
+	if len(r) == 0 {
+		return nil
+	}
+	return &h.Ops[r[len(r)-1]]
+}
+
+// lastTakeover returns key's last take-over grant in h, or nil.
+func lastTakeover(h *history.History, key string) *history.Op {
+	var grant *history.Op
+	for i := range h.Ops {
+		if op := &h.Ops[i]; op.Key == key && op.Kind == history.KindLease && op.Transition == history.TransitionTakenOver {
+			grant = op
+		}
+	}
+	return grant
+}
+
+// ledgerOf checks the ledger of ops, all of key "k", as one group, and
+// returns the group and checkLedger's answer.
+func ledgerOf(ops []history.Op) ([]int32, keyFacts) {
+	g := make([]int32, len(ops))
+	for i := range g {
+		g[i] = int32(i)
+	}
+	var r keyResult
+	return g, checkLedger(ops, "k", g, &r, true)
 }

@@ -54,14 +54,9 @@ func (c *checkCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		rep checker.Report
 	}
 	res, err := untilInterrupted(ctx, func() (checked, error) {
-		f, err := os.Open(file)
+		h, err := history.DecodeFile(file)
 		if err != nil {
 			return checked{}, usage("%v", err)
-		}
-		h, err := history.Decode(f)
-		f.Close()
-		if err != nil {
-			return checked{}, usage("%s: %v", file, err)
 		}
 		return checked{h, checker.Check(h, checker.Options{Timeout: c.Timeout, VisualizeDir: vis})}, nil
 	})

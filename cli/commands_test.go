@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/idembench/idembench/chaos"
+	"github.com/idembench/idembench/consume"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/harness/engines"
 	"github.com/idembench/idembench/idem"
@@ -348,6 +349,39 @@ func TestExitCodes(t *testing.T) {
 	for _, c := range cases {
 		if got := exitCode(c.err); got != c.want {
 			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// TestRunErrorOfLibraries: a library run's error (consume.Run's here) goes
+// through the one path of run, http and consume: noVerdict says whether a
+// run directory is kept, runError gives the exit code through checker's
+// table, and the message is the error's own.
+func TestRunErrorOfLibraries(t *testing.T) {
+	notDrained := fmt.Errorf("%w: 3 of 20 copies settled after 1s", consume.ErrNotDrained)
+	cases := []struct {
+		err       error
+		noVerdict bool
+		want      int
+	}{
+		{nil, false, exitOK},
+		{fmt.Errorf("%w: sink %q (want fenced or plain)", consume.ErrConfig, "x"), true, exitUsage},
+		{fmt.Errorf("%w: RabbitMQ connection died", consume.ErrBroker), true, exitEnvironment},
+		{notDrained, false, exitThreshold},
+		{errors.Join(notDrained, errors.New("dead letters: timeout")), false, exitThreshold},
+		{errors.New("no class"), true, exitEnvironment},
+		{harness.ConfigError("--out: not a run directory"), true, exitUsage},
+	}
+	for _, c := range cases {
+		if got := noVerdict(c.err); got != c.noVerdict {
+			t.Errorf("noVerdict(%v) = %t, want %t", c.err, got, c.noVerdict)
+		}
+		err := runError(c.err)
+		if got := exitCode(err); got != c.want {
+			t.Errorf("exitCode(runError(%v)) = %d, want %d", c.err, got, c.want)
+		}
+		if c.err != nil && err.Error() != c.err.Error() {
+			t.Errorf("runError(%q) says %q", c.err, err)
 		}
 	}
 }

@@ -114,16 +114,9 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 	if ctx.Err() != nil {
 		return saveInterrupted(out, res, opts)
 	}
-	switch {
-	case errors.Is(runErr, consume.ErrConfig):
+	if noVerdict(runErr) {
 		out.discard()
-		return usage("%v", runErr)
-	case errors.Is(runErr, consume.ErrBroker):
-		out.discard()
-		return fmt.Errorf("%w: %v", harness.ErrEnvironment, runErr)
-	case runErr != nil && !errors.Is(runErr, consume.ErrNotDrained):
-		out.discard()
-		return runErr
+		return runError(runErr)
 	}
 	text := textOut(std, g)
 	if werr := consume.WriteSummary(text, res); werr != nil {
@@ -150,8 +143,8 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 	if err := writeSummaryJSON(std, g, sum); err != nil {
 		return err
 	}
-	if errors.Is(runErr, consume.ErrNotDrained) {
-		return codeError(exitThreshold, runErr.Error())
+	if runErr != nil { // not drained: a missed threshold, whatever the verdict
+		return runErr
 	}
 	return verdictError(res.Report.Verdict)
 }

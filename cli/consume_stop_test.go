@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,10 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/idembench/idembench/consume"
 	"github.com/idembench/idembench/history"
@@ -96,7 +91,7 @@ func TestConsumeInterrupt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if left := leftOnBroker(t, c.broker, urls[c.broker], st.Resources); len(left) > 0 {
+			if left := testenv.LeftOnBroker(t, c.broker, urls[c.broker], st.Resources); len(left) > 0 {
 				t.Errorf("left on the broker: %v", left)
 			}
 		})
@@ -193,50 +188,6 @@ func tcpProxy(t *testing.T, target string, at func(addr string)) (kill func()) {
 	return kill
 }
 
-// leftOnBroker returns those of the queues (RabbitMQ) or streams (NATS)
-// named that still exist.
-func leftOnBroker(t *testing.T, broker, url string, names []string) []string {
-	t.Helper()
-	if len(names) == 0 {
-		t.Fatal("the run named no queues or streams")
-	}
-	var left []string
-	switch broker {
-	case "rabbitmq":
-		conn, err := amqp.Dial(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		for _, q := range names {
-			ch, err := conn.Channel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ch.QueueDeclarePassive(q, false, false, false, false, nil); err == nil {
-				left = append(left, q)
-				ch.Close()
-			}
-		}
-	case "nats":
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range names {
-			if _, err := js.Stream(context.Background(), s); err == nil {
-				left = append(left, s)
-			}
-		}
-	}
-	return left
-}
-
 // deleteLeftQueues deletes the RabbitMQ queues an error message says were
 // left on the broker.
 func deleteLeftQueues(t *testing.T, url, msg string) {
@@ -246,19 +197,5 @@ func deleteLeftQueues(t *testing.T, url, msg string) {
 		t.Errorf("the error does not say what was left on the broker: %s", msg)
 		return
 	}
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	for _, q := range names {
-		if _, err := ch.QueueDelete(q, false, false, false); err != nil {
-			t.Errorf("delete queue %s: %v", q, err)
-		}
-	}
+	testenv.RemoveFromBroker(t, testenv.RabbitMQ, url, names)
 }

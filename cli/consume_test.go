@@ -147,13 +147,7 @@ func TestConsumeFlagLimits(t *testing.T) {
 // replaced whole, with nothing left beside it.
 func TestConsumeOutDirectory(t *testing.T) {
 	work := t.TempDir()
-	foreign := filepath.Join(work, "foreign")
-	if err := os.MkdirAll(foreign, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	foreign := foreignDir(t, work)
 	refused := []struct {
 		out, want string
 	}{
@@ -167,8 +161,8 @@ func TestConsumeOutDirectory(t *testing.T) {
 			t.Errorf("--out %s: exit %d (want %d), stderr lacks %q:\n%s", c.out, r.code, exitUsage, c.want, r.err)
 		}
 	}
-	if got := dirNames(t, foreign); !slices.Equal(got, []string{"notes.txt"}) {
-		t.Fatalf("refused run wrote into the directory: %v", got)
+	if !foreignUntouched(t, foreign) {
+		t.Fatalf("refused run wrote into the directory: %v", dirNames(t, foreign))
 	}
 
 	url := testenv.AMQPURL(t)

@@ -59,6 +59,26 @@ func codeError(code int, msg string) error {
 	return fmt.Errorf("%w: %s", kind, msg)
 }
 
+// runError returns a library run's error (harness, blackbox, consume)
+// for the exit code: its own when it has one of checker's classes (every
+// package's sentinels have one); anything else is an environment error,
+// the run did not happen as asked.
+func runError(err error) error {
+	if checker.HasClass(err) {
+		return err
+	}
+	return harness.EnvironmentError(err)
+}
+
+// noVerdict reports whether a library run's error leaves nothing to judge
+// (a usage or an environment error, or an error of no class): the command
+// discards its run directory and returns runError(err). A verdict, a
+// missed threshold and nil have a run to report.
+func noVerdict(err error) bool {
+	code := checker.ExitCode(err)
+	return code == exitUsage || code == exitEnvironment
+}
+
 // alreadyReported reports whether err is a verdict or threshold the
 // command has printed: it is not printed again.
 func alreadyReported(err error) bool {

@@ -74,13 +74,7 @@ func TestFlagOverridesApply(t *testing.T) {
 func TestOutDirectory(t *testing.T) {
 	t.Parallel() // in-process runs share nothing; CI time
 	work := t.TempDir()
-	foreign := filepath.Join(work, "foreign")
-	if err := os.MkdirAll(foreign, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	foreign := foreignDir(t, work)
 	r := runCLI(t, "run", "--no-progress", "--duration", "200ms", "--out", foreign)
 	if r.code != exitUsage || !strings.Contains(r.err, "not an idembench run directory") {
 		t.Fatalf("foreign --out: exit %d, want %d and a reason\n%s", r.code, exitUsage, r.err)
@@ -88,8 +82,8 @@ func TestOutDirectory(t *testing.T) {
 	if got := dirNames(t, work); !slices.Equal(got, []string{"foreign"}) {
 		t.Fatalf("refused run left %v beside it", got)
 	}
-	if got := dirNames(t, foreign); !slices.Equal(got, []string{"notes.txt"}) {
-		t.Fatalf("refused run wrote into the directory: %v", got)
+	if !foreignUntouched(t, foreign) {
+		t.Fatalf("refused run wrote into the directory: %v", dirNames(t, foreign))
 	}
 
 	out := filepath.Join(work, "x")
@@ -150,20 +144,49 @@ func TestCompareOutDirectory(t *testing.T) {
 	if got := dirNames(t, work); !slices.Equal(got, []string{"cmp"}) {
 		t.Errorf("temporary directories left beside the comparison: %v", got)
 	}
-	foreign := filepath.Join(work, "foreign")
+	foreign := foreignDir(t, work)
+	r = runCLI(t, "compare", "--no-progress", "--duration", "200ms", "--out", foreign)
+	if r.code != exitUsage || !strings.Contains(r.err, "not an idembench run directory") {
+		t.Fatalf("foreign --out: exit %d, want %d and a reason\n%s", r.code, exitUsage, r.err)
+	}
+	if !foreignUntouched(t, foreign) {
+		t.Fatalf("refused compare wrote into the directory: %v", dirNames(t, foreign))
+	}
+}
+
+// foreignDir makes dir/foreign, a non-empty directory that is not a run
+// (notes.txt), and returns it: an --out every command must refuse.
+func foreignDir(t *testing.T, dir string) string {
+	t.Helper()
+	foreign := filepath.Join(dir, "foreign")
 	if err := os.MkdirAll(foreign, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = runCLI(t, "compare", "--no-progress", "--duration", "200ms", "--out", foreign)
-	if r.code != exitUsage || !strings.Contains(r.err, "not an idembench run directory") {
-		t.Fatalf("foreign --out: exit %d, want %d and a reason\n%s", r.code, exitUsage, r.err)
+	return foreign
+}
+
+// foreignUntouched reports whether foreign (foreignDir's) holds its
+// notes.txt alone.
+func foreignUntouched(t *testing.T, foreign string) bool {
+	t.Helper()
+	return slices.Equal(dirNames(t, foreign), []string{"notes.txt"})
+}
+
+// stuckScenario writes a scenario that runs for an hour with two clients
+// paused for ten minutes at its start (a run to interrupt) into dir and
+// returns its path.
+func stuckScenario(t *testing.T, dir string) string {
+	t.Helper()
+	stuck := filepath.Join(dir, "stuck.yaml")
+	src := "name: stuck\nduration: 1h\nengine: {lease_ttl: 10h, heartbeat: on}\nworkload: {clients: 2}\n" +
+		"faults:\n  - {kind: pause, point: before-fn, duration: 10m, count: 2, window: [0, 0.0001]}\n"
+	if err := os.WriteFile(stuck, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if got := dirNames(t, foreign); !slices.Equal(got, []string{"notes.txt"}) {
-		t.Fatalf("refused compare wrote into the directory: %v", got)
-	}
+	return stuck
 }
 
 func dirNames(t *testing.T, dir string) []string {
@@ -185,12 +208,7 @@ func dirNames(t *testing.T, dir string) []string {
 func TestInterruptExits130(t *testing.T) {
 	bin := buildCLI(t)
 	work := t.TempDir()
-	stuck := filepath.Join(work, "stuck.yaml")
-	src := "name: stuck\nduration: 1h\nengine: {lease_ttl: 10h, heartbeat: on}\nworkload: {clients: 2}\n" +
-		"faults:\n  - {kind: pause, point: before-fn, duration: 10m, count: 2, window: [0, 0.0001]}\n"
-	if err := os.WriteFile(stuck, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	stuck := stuckScenario(t, work)
 	cases := []struct {
 		name string
 		args []string

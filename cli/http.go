@@ -13,7 +13,6 @@ import (
 
 	"github.com/idembench/idembench/blackbox"
 	"github.com/idembench/idembench/chaos"
-	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/harness"
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/reports"
@@ -52,7 +51,7 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	}
 	tg, err := blackbox.LoadTarget(c.Target)
 	if err != nil {
-		return blackboxErr(err)
+		return runError(err)
 	}
 	if len(c.StartArg) > 0 {
 		if tg.Start == nil {
@@ -71,7 +70,7 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		}
 	}
 	if err := sp.Validate(); err != nil {
-		return blackboxErr(err)
+		return runError(err)
 	}
 	dir, err := newOutDir(httpRunDir(c.Out, c.NoSave))
 	if err != nil {
@@ -91,9 +90,9 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 		}
 		return interrupted(dir.final)
 	}
-	if code := checker.ExitCode(err); code == exitUsage || code == exitEnvironment {
-		dir.discard() // no verdict: nothing to keep
-		return blackboxErr(err)
+	if noVerdict(err) {
+		dir.discard()
+		return runError(err)
 	}
 	if cerr := dir.commit(); cerr != nil {
 		return cerr
@@ -108,7 +107,7 @@ func (c *httpCmd) Run(ctx context.Context, std stdio, g *globals) error {
 	if jerr := writeSummaryJSON(std, g, o.Summary); jerr != nil {
 		return jerr
 	}
-	return blackboxErr(err)
+	return runError(err)
 }
 
 // Help is the detailed help of `idembench http --help`, with examples.
@@ -309,16 +308,6 @@ func (c *httpCmd) replay(seed int64) string {
 		s += " --strict"
 	}
 	return s
-}
-
-// blackboxErr returns a black-box run's error for the exit code: its
-// own, each of checker's classes; anything else (there should be nothing
-// else) is an environment error.
-func blackboxErr(err error) error {
-	if checker.HasClass(err) {
-		return err
-	}
-	return harness.EnvironmentError(err)
 }
 
 // printHTTP prints the verdict, the violations and the conformance table.

@@ -11,68 +11,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/internal/testenv"
 	"github.com/idembench/idembench/reports"
 )
 
-// idemToy is a tiny Idempotency-Key service for the http command's tests:
-// POST /op executes once per key (an id in the body) and replays after
-// that with Idempotency-Replayed: true; a reused key with another body
-// gets 422, a request without a key 400. With double set it executes every
-// request (a double execution per duplicate).
-type idemToy struct {
-	double bool
-	calls  atomic.Int64
-
-	mu      sync.Mutex
-	bodies  map[string]string
-	answers map[string][]byte
-	n       int
-}
-
-func newIdemToy(t *testing.T, double bool) (*idemToy, *httptest.Server) {
+// newIdemToy serves testenv's Idempotency-Key toy (with double, a
+// double execution per duplicate) for the http command's tests.
+func newIdemToy(t *testing.T, double bool) (*testenv.IdemToy, *httptest.Server) {
 	t.Helper()
-	toy := &idemToy{double: double, bodies: map[string]string{}, answers: map[string][]byte{}}
-	srv := httptest.NewServer(toy)
-	t.Cleanup(srv.Close)
-	return toy, srv
-}
-
-func (s *idemToy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.calls.Add(1)
-	if r.Method != http.MethodPost {
-		return
-	}
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	var body bytes.Buffer
-	_, _ = body.ReadFrom(r.Body)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if b, ok := s.answers[key]; ok && !s.double {
-		if s.bodies[key] != body.String() {
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			return
-		}
-		w.Header().Set("Idempotency-Replayed", "true")
-		w.WriteHeader(http.StatusCreated)
-		w.Write(b)
-		return
-	}
-	s.n++
-	b := fmt.Appendf(nil, `{"id":"%s-%d"}`, key, s.n)
-	s.answers[key], s.bodies[key] = b, body.String()
-	w.WriteHeader(http.StatusCreated)
-	w.Write(b)
+	toy := &testenv.IdemToy{Double: double}
+	return toy, testenv.ServeIdemToy(t, toy)
 }
 
 // toyTargetFile writes a target file for the service at url, with extra
@@ -184,7 +137,7 @@ func TestHTTPInputLimits(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			before := toy.calls.Load()
+			before := toy.Calls.Load()
 			args := append([]string{"http", "--out", filepath.Join(dir, "out")}, c.args...)
 			r := runCLI(t, args...)
 			if r.code != exitUsage {
@@ -195,7 +148,7 @@ func TestHTTPInputLimits(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", w, r.err)
 				}
 			}
-			if n := toy.calls.Load() - before; n != 0 {
+			if n := toy.Calls.Load() - before; n != 0 {
 				t.Errorf("a refused command sent %d requests", n)
 			}
 			if got := dirNames(t, dir); len(got) != 0 {
@@ -213,14 +166,8 @@ func TestHTTPOutDirectory(t *testing.T) {
 	target := toyTargetFile(t, srv.URL, "conformance: {skip: true}\n")
 	work := t.TempDir()
 	file := filepath.Join(work, "passwd")
-	foreign := filepath.Join(work, "foreign")
+	foreign := foreignDir(t, work)
 	if err := os.WriteFile(file, []byte("root:x:0:0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(foreign, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ out, want string }{{file, "not a directory"}, {foreign, "not an idembench run directory"}} {
@@ -229,11 +176,11 @@ func TestHTTPOutDirectory(t *testing.T) {
 			t.Fatalf("--out %s: exit %d, want %d and %q\n%s", c.out, r.code, exitUsage, c.want, r.err)
 		}
 	}
-	if n := toy.calls.Load(); n != 0 {
+	if n := toy.Calls.Load(); n != 0 {
 		t.Errorf("refused --out: %d requests sent", n)
 	}
-	if got := dirNames(t, foreign); !slices.Equal(got, []string{"notes.txt"}) {
-		t.Errorf("a refused run wrote into the foreign directory: %v", got)
+	if !foreignUntouched(t, foreign) {
+		t.Errorf("a refused run wrote into the foreign directory: %v", dirNames(t, foreign))
 	}
 	if b, _ := os.ReadFile(file); string(b) != "root:x:0:0\n" {
 		t.Errorf("a refused run changed the file: %q", b)

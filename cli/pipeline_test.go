@@ -32,14 +32,7 @@ func TestBackendDiesMidRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a private Redis server")
 	}
-	r, err := servers.StartRedis(t.Context(), servers.RedisOptions{})
-	if errors.Is(err, servers.ErrNotFound) && !testenv.Required() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Stop()
+	r := privateRedis(t)
 	kill := time.AfterFunc(700*time.Millisecond, func() { _ = syscall.Kill(r.PID(), syscall.SIGKILL) })
 	defer kill.Stop()
 	res := runCLI(t, "run", "--backend", "redis", "--redis-url", r.URL(), "--scenario", "duplicates", "--duration", "2s",
@@ -154,13 +147,7 @@ func TestEveryFlagBounded(t *testing.T) {
 // own earlier output whole, through a directory beside it.
 func TestOutRuleEveryCommand(t *testing.T) {
 	work := t.TempDir()
-	foreign := filepath.Join(work, "foreign")
-	if err := os.MkdirAll(foreign, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	foreign := foreignDir(t, work)
 	sweepArgs := []string{"sweep", "--step", "500ms", "--steps", "1", "--seed", "2", "--no-progress"}
 	matrixArgs := []string{"matrix", "--backends", "memory", "--faults", "dup", "--duration", "200ms", "--seed", "2"}
 	for _, args := range [][]string{
@@ -173,8 +160,8 @@ func TestOutRuleEveryCommand(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.err, "not an idembench run directory") {
 			t.Errorf("%s --out foreign: exit %d, want %d and a reason\n%s", args[0], r.code, exitUsage, r.err)
 		}
-		if got := dirNames(t, foreign); !slices.Equal(got, []string{"notes.txt"}) {
-			t.Fatalf("%s wrote into a foreign directory: %v", args[0], got)
+		if !foreignUntouched(t, foreign) {
+			t.Fatalf("%s wrote into a foreign directory: %v", args[0], dirNames(t, foreign))
 		}
 	}
 	for _, c := range []struct {
@@ -311,12 +298,7 @@ func TestInterruptEveryCommand(t *testing.T) {
 	}
 	bin := buildCLI(t)
 	work := t.TempDir()
-	stuck := filepath.Join(work, "stuck.yaml")
-	src := "name: stuck\nduration: 1h\nengine: {lease_ttl: 10h, heartbeat: on}\nworkload: {clients: 2}\n" +
-		"faults:\n  - {kind: pause, point: before-fn, duration: 10m, count: 2, window: [0, 0.0001]}\n"
-	if err := os.WriteFile(stuck, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	stuck := stuckScenario(t, work)
 	fifoRun := filepath.Join(work, "fifo-run")
 	if err := os.MkdirAll(fifoRun, 0o755); err != nil {
 		t.Fatal(err)
@@ -372,10 +354,10 @@ func TestInterruptEveryCommand(t *testing.T) {
 	}
 }
 
-// TestBackendURLMistakes: a server that answers and refuses the URL's
-// password, user or database is a usage error (exit 2) that says what to
-// change in the URL, not "unreachable" with a docker compose hint.
-func TestBackendURLMistakes(t *testing.T) {
+// privateRedis starts a private redis-server for the rest of t; without
+// the binary the test is skipped (failed with IDEM_REQUIRE_BACKENDS=1).
+func privateRedis(t *testing.T) *servers.Redis {
+	t.Helper()
 	r, err := servers.StartRedis(t.Context(), servers.RedisOptions{})
 	if errors.Is(err, servers.ErrNotFound) && !testenv.Required() {
 		t.Skip(err)
@@ -383,7 +365,15 @@ func TestBackendURLMistakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Stop()
+	t.Cleanup(func() { _ = r.Stop() })
+	return r
+}
+
+// TestBackendURLMistakes: a server that answers and refuses the URL's
+// password, user or database is a usage error (exit 2) that says what to
+// change in the URL, not "unreachable" with a docker compose hint.
+func TestBackendURLMistakes(t *testing.T) {
+	r := privateRedis(t)
 	rc := redis.NewClient(&redis.Options{Addr: r.Addr()})
 	if err := rc.ConfigSet(t.Context(), "requirepass", "s3cret").Err(); err != nil {
 		t.Fatal(err)

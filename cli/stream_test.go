@@ -51,12 +51,7 @@ var keySuffix = regexp.MustCompile(`-(c\d+-\d+|z\d+)$`)
 // request id.
 func streams(t *testing.T, dir string) map[int64]*logical {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, reports.HistoryFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := history.Decode(f)
+	h, err := history.DecodeFile(filepath.Join(dir, reports.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,66 +5,18 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/idembench/idembench/consume"
+	"github.com/idembench/idembench/internal/testenv"
 )
 
-// assertGone fails t if any of the run's queues or streams still exists:
-// a passive declare of each queue on RabbitMQ, the stream list on NATS.
+// assertGone fails t if any of the run's queues or streams still exists.
 func assertGone(t *testing.T, broker, url string, resources []string) {
 	t.Helper()
-	if len(resources) == 0 {
-		t.Fatal("the run named no resources")
-	}
-	switch broker {
-	case consume.RabbitMQ:
-		conn, err := amqp.Dial(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		for _, q := range resources {
-			ch, err := conn.Channel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = ch.QueueDeclarePassive(q, false, false, false, false, nil)
-			var ae *amqp.Error
-			if !errors.As(err, &ae) || ae.Code != amqp.NotFound {
-				t.Errorf("queue %s still exists after the run (passive declare: %v)", q, err)
-				ch.Close()
-			}
-		}
-	case consume.NATS:
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names := js.StreamNames(context.Background())
-		var left []string
-		for n := range names.Name() {
-			if slices.Contains(resources, n) {
-				left = append(left, n)
-			}
-		}
-		if err := names.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if len(left) > 0 {
-			t.Errorf("streams still exist after the run: %v", left)
-		}
+	if left := testenv.LeftOnBroker(t, broker, url, resources); len(left) > 0 {
+		t.Errorf("queues or streams still exist after the run: %v", left)
 	}
 }
 

@@ -2,7 +2,6 @@ package consume
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"time"
@@ -27,8 +26,9 @@ var (
 	ErrBroker = checker.Classed("consume: broker unavailable", checker.ErrEnvironment)
 	// ErrNotDrained reports a run whose messages were not all settled
 	// within Config.Timeout: a message stuck in a redelivery loop or
-	// never redelivered. Run still returns the checked Result.
-	ErrNotDrained = errors.New("consume: messages not settled before the timeout")
+	// never redelivered. Run still returns the checked Result. It is a
+	// missed threshold (exit code 4).
+	ErrNotDrained = checker.Classed("consume: messages not settled before the timeout", checker.ErrThreshold)
 )
 
 // Config describes one consumer run. Zero fields take the defaults given;

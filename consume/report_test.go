@@ -27,14 +27,9 @@ func TestWriteReport(t *testing.T) {
 	if sum.Verdict != string(res.Report.Verdict) || sum.Counts.Calls != res.Stats.Deliveries {
 		t.Fatalf("summary verdict %q, %d calls; want %q and %d deliveries", sum.Verdict, sum.Counts.Calls, res.Report.Verdict, res.Stats.Deliveries)
 	}
-	f, err := os.Open(filepath.Join(dir, "history.jsonl"))
+	h, err := history.DecodeFile(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := history.Decode(f)
-	if err != nil {
-		t.Fatalf("history.jsonl: %v", err)
 	}
 	if len(h.Ops) != len(res.History.Ops) {
 		t.Fatalf("history.jsonl has %d ops, the run %d", len(h.Ops), len(res.History.Ops))

@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/idembench/idembench/consume"
+	"github.com/idembench/idembench/internal/testenv"
 )
 
 // runWithin runs consume.Run and fails t if it has not returned within
@@ -114,7 +111,7 @@ func TestBrokerDies(t *testing.T) {
 			time.AfterFunc(time.Second, px.kill)
 			res, took, err := runWithin(t, context.Background(), cfg, 20*time.Second)
 			if res != nil {
-				removeResources(t, b, direct, res.Resources)
+				testenv.RemoveFromBroker(t, b, direct, res.Resources)
 			}
 			if !errors.Is(err, consume.ErrBroker) || errors.Is(err, consume.ErrNotDrained) {
 				t.Fatalf("err %v, want ErrBroker", err)
@@ -125,44 +122,5 @@ func TestBrokerDies(t *testing.T) {
 			}
 			t.Logf("ended %s after the start: %v", took.Round(time.Millisecond), err)
 		})
-	}
-}
-
-// removeResources deletes the queues or streams a run whose broker died
-// could not remove.
-func removeResources(t *testing.T, broker, url string, resources []string) {
-	t.Helper()
-	switch broker {
-	case consume.RabbitMQ:
-		conn, err := amqp.Dial(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		ch, err := conn.Channel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ch.Close()
-		for _, q := range resources {
-			if _, err := ch.QueueDelete(q, false, false, false); err != nil {
-				t.Errorf("delete queue %s: %v", q, err)
-			}
-		}
-	case consume.NATS:
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range resources {
-			if err := js.DeleteStream(context.Background(), s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-				t.Errorf("delete stream %s: %v", s, err)
-			}
-		}
 	}
 }

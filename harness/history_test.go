@@ -54,12 +54,7 @@ func TestHistoryModes(t *testing.T) {
 				}
 				return
 			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			written, err := history.Decode(f)
-			f.Close()
+			written, err := history.DecodeFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,9 @@ package history
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +89,33 @@ func TestEncodeFillsHeaderAndRejectsInvalidOps(t *testing.T) {
 	}
 	if err := Encode(&buf, &History{Header: Header{Version: 99}}); err == nil {
 		t.Error("Encode accepted version 99")
+	}
+}
+
+// TestDecodeFile: a history file decodes as Decode reads it; one that does
+// not decode is an error naming the file and the line; a missing file is
+// the open error.
+func TestDecodeFile(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.jsonl"), filepath.Join(dir, "bad.jsonl")
+	var b bytes.Buffer
+	if err := Encode(&b, sampleHistory()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := DecodeFile(good); err != nil || !cmp.Equal(h, sampleHistory()) {
+		t.Errorf("DecodeFile(good) = %v, %v; diff %s", h, err, cmp.Diff(sampleHistory(), h))
+	}
+	if h, err := DecodeFile(bad); h != nil || err == nil || !strings.HasPrefix(err.Error(), bad+": ") || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("DecodeFile(bad) = %v, %v; want an error naming %s and its line", h, err, bad)
+	}
+	if _, err := DecodeFile(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("DecodeFile(missing) = %v, want os.ErrNotExist", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // MaxLineSize is the longest line Decode and Reader accept (1 MiB); a longer
@@ -106,6 +107,21 @@ func (d *Reader) next() ([]byte, error) {
 		}
 		return line, nil
 	}
+}
+
+// DecodeFile decodes the history file at path, as Decode. A history that
+// does not decode is an error that starts with path.
+func DecodeFile(path string) (*History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h, err := Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
 }
 
 // Decode reads a whole history written by Encode. See Reader for the rules;

@@ -91,13 +91,7 @@ func TestConsume(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mem := memstore.New(memstore.Options{SweepInterval: -1})
-			defer mem.Close()
-			var store idem.Store = mem
-			if tt.store != nil {
-				store = tt.store(mem)
-			}
-			eng := idem.New(store)
+			eng := consumeEngine(t, tt.store)
 			runs := 0
 			for i, d := range tt.deliveries {
 				got, err := eng.Consume(context.Background(), d.key, d.fp, func(context.Context) error {
@@ -114,13 +108,7 @@ func TestConsume(t *testing.T) {
 		})
 		// The same deliveries as one pulled batch get the same decisions.
 		t.Run(tt.name+"/batch", func(t *testing.T) {
-			mem := memstore.New(memstore.Options{SweepInterval: -1})
-			defer mem.Close()
-			var store idem.Store = mem
-			if tt.store != nil {
-				store = tt.store(mem)
-			}
-			eng := idem.New(store)
+			eng := consumeEngine(t, tt.store)
 			runs := 0
 			var msgs []idem.Message
 			for _, d := range tt.deliveries {
@@ -244,4 +232,16 @@ func TestConsumeAmbiguousKeepsKeyWithRecovery(t *testing.T) {
 	if d != idem.RedeliverLater || !errors.Is(err, idem.ErrInProgress) {
 		t.Fatalf("redelivery: %s, %v; want requeue, ErrInProgress", d, err)
 	}
+}
+
+// consumeEngine returns an engine on a memory store, wrapped by wrap when
+// set, closed at the end of t.
+func consumeEngine(t *testing.T, wrap func(idem.Store) idem.Store) *idem.Engine {
+	mem := memstore.New(memstore.Options{SweepInterval: -1})
+	t.Cleanup(func() { mem.Close() })
+	var store idem.Store = mem
+	if wrap != nil {
+		store = wrap(mem)
+	}
+	return idem.New(store)
 }

@@ -8,65 +8,6 @@ import (
 	"github.com/idembench/idembench/internal/testenv"
 )
 
-// TestBrokerExpectations pins the consumer rows to the theory: a crash
-// before the ack is a crash after the effect, so only recovery makes it
-// safe; the broker alone and the naive store are caught; publisher
-// duplicates are safe with any engine configuration.
-func TestBrokerExpectations(t *testing.T) {
-	cases := []struct {
-		config   Config
-		fault    Fault
-		variant  string
-		want     string
-		byChance bool
-	}{
-		{Plain, CrashBeforeAck, "", Unsafe, false},
-		{Fenced, CrashBeforeAck, Processes, Unsafe, false},
-		{Fenced, CrashBeforeAck, BatchProcesses, Unsafe, false},
-		{Recovery, CrashBeforeAck, "", Safe, false},
-		{Recovery, CrashBeforeAck, Processes, Safe, false},
-		{Recovery, CrashBeforeAck, BatchProcesses, Safe, false},
-		{BrokerOnly, CrashBeforeAck, "", Unsafe, false},
-		{NaiveStore, CrashBeforeAck, Processes, Unsafe, false},
-		{Plain, Dup, "", Safe, false},
-		{Recovery, Dup, "", Safe, false},
-		{BrokerOnly, Dup, "", Unsafe, false},
-		{NaiveStore, Dup, "", Unsafe, false},
-	}
-	for _, c := range cases {
-		got, byChance := expect(c.config, c.fault, c.variant)
-		if got != c.want || byChance != c.byChance {
-			t.Errorf("%s × %s %s: expected %s (by chance %t), want %s (by chance %t)", c.config, c.fault, c.variant, got, byChance, c.want, c.byChance)
-		}
-	}
-}
-
-func TestBrokerCells(t *testing.T) {
-	both := []harness.Backend{RabbitMQ, NATS}
-	cases := []struct {
-		quick    bool
-		backends []harness.Backend
-		want     int
-	}{
-		{true, both, 2},
-		{true, []harness.Backend{NATS}, 0},
-		{false, both, 34},
-		{false, []harness.Backend{NATS}, 17},
-		{false, []harness.Backend{harness.Memory}, 9}, // no broker cell
-	}
-	for _, c := range cases {
-		cells := Cells(c.quick, c.backends, Servers{})
-		if len(cells) != c.want {
-			t.Errorf("quick %t on %v: %d cells, want %d", c.quick, c.backends, len(cells), c.want)
-		}
-		for _, cell := range cells {
-			if isBroker(cell.Backend) != (cell.scenario == "") {
-				t.Errorf("%s × %s on %s: a broker cell must have no scenario and a scenario cell no broker", cell.Config, cell.Fault, cell.Backend)
-			}
-		}
-	}
-}
-
 // TestBrokerCellsRun runs the quick matrix's consumer cells on the local
 // RabbitMQ: the reference engine is observed safe, the broker alone unsafe,
 // each with a replay command.

@@ -50,6 +50,21 @@ func TestExpectations(t *testing.T) {
 		{Recovery, Failover, string(backendfault.PostgresSync), Safe, false},
 		{Tx, Failover, string(backendfault.PostgresAsync), Unsafe, false},
 		{Tx, Failover, string(backendfault.PostgresSync), Safe, false},
+		// The consumer rows: a crash before the ack is a crash after the
+		// effect, so only recovery makes it safe; the broker alone and the
+		// naive store are caught; publisher duplicates are safe with any
+		// engine configuration.
+		{Plain, CrashBeforeAck, "", Unsafe, false},
+		{Fenced, CrashBeforeAck, Processes, Unsafe, false},
+		{Fenced, CrashBeforeAck, BatchProcesses, Unsafe, false},
+		{Recovery, CrashBeforeAck, "", Safe, false},
+		{Recovery, CrashBeforeAck, Processes, Safe, false},
+		{Recovery, CrashBeforeAck, BatchProcesses, Safe, false},
+		{BrokerOnly, CrashBeforeAck, "", Unsafe, false},
+		{NaiveStore, CrashBeforeAck, Processes, Unsafe, false},
+		{Recovery, Dup, "", Safe, false},
+		{BrokerOnly, Dup, "", Unsafe, false},
+		{NaiveStore, Dup, "", Unsafe, false},
 	}
 	for _, c := range cases {
 		got, byChance := expect(c.config, c.fault, c.variant)
@@ -69,6 +84,10 @@ func TestCells(t *testing.T) {
 		{true, all, 24},
 		{true, []harness.Backend{harness.Memory}, 9},
 		{false, all, 78},
+		{true, []harness.Backend{RabbitMQ, NATS}, 2},
+		{true, []harness.Backend{NATS}, 0},
+		{false, []harness.Backend{RabbitMQ, NATS}, 34},
+		{false, []harness.Backend{NATS}, 17},
 	}
 	for _, c := range cases {
 		cells := Cells(c.quick, c.backends, Servers{})
@@ -76,13 +95,16 @@ func TestCells(t *testing.T) {
 			t.Errorf("quick %t on %v: %d cells, want %d", c.quick, c.backends, len(cells), c.want)
 		}
 		for _, cell := range cells {
+			if isBroker(cell.Backend) != (cell.scenario == "") {
+				t.Errorf("%s × %s on %s: a broker cell must have no scenario and a scenario cell no broker", cell.Config, cell.Fault, cell.Backend)
+			}
 			if cell.Config == Tx && cell.Backend != harness.Postgres {
 				t.Errorf("tx cell on %s", cell.Backend)
 			}
 			if (cell.Fault == Failover) != (cell.failover != "") || cell.failover != "" && string(cell.Backend) != cell.failover.Backend() {
 				t.Errorf("%s × %s %s: failover %q on %s", cell.Config, cell.Fault, cell.Variant, cell.failover, cell.Backend)
 			}
-			if cell.Variant == Processes && cell.workers == 0 {
+			if cell.Variant == Processes && cell.workers == 0 && !isBroker(cell.Backend) { // a consumer cell runs its own processes
 				t.Errorf("%s × %s: a worker-process cell without workers", cell.Config, cell.Fault)
 			}
 		}

@@ -144,26 +144,17 @@ func counterValue(t interface{ Fatalf(string, ...any) }, s *Store, key string) u
 // fewest, simplest changes (-rapid.checks sets the count, 100 by default).
 func TestPlantedRecords(t *testing.T) {
 	s := newStore(t, Options{CounterFamilies: 1})
-	ctx := context.Background()
 	run := 0
 	var issued idem.Token
+	plant := func(ctx context.Context, key string, draw func(string, int) int) (string, error) {
+		return plantItem(ctx, s, key, draw)
+	}
 	rapid.Check(t, func(rt *rapid.T) {
 		run++
 		key := fmt.Sprintf("planted-%d", run)
-		l := mustAcquire(t, s, key, fp("a"), time.Hour)
-		if l.Token <= issued {
-			rt.Fatalf("claim of %q got token %d, not above %d issued before", key, l.Token, issued)
-		}
-		storetest.Settle(rt, s, l, rapid.IntRange(0, storetest.PlantStates-1).Draw(rt, "state"))
-		before := counterValue(rt, s, key)
-		desc, err := plantItem(ctx, s, key, func(label string, n int) int { return rapid.IntRange(0, n-1).Draw(rt, label) })
-		if err != nil {
-			rt.Fatal(err)
-		}
-		issued = max(issued, storetest.Planted(rt, s, key, fp("a"), l.Token, desc))
-		if after := counterValue(rt, s, key); after < before {
-			rt.Fatalf("%s: counter %d → %d", desc, before, after)
-		}
+		draw := func(label string, n int) int { return rapid.IntRange(0, n-1).Draw(rt, label) }
+		issued = storetest.PlantedRun(rt, s, key, fp("a"), issued, draw, plant,
+			func(t storetest.TB) uint64 { return counterValue(t, s, key) })
 	})
 	t.Logf("%d planted records", run)
 }

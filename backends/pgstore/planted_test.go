@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"pgregory.net/rapid"
@@ -83,26 +82,16 @@ func lastValue(t interface{ Fatalf(string, ...any) }, s *Store) int64 {
 // case to the fewest, simplest column changes.
 func TestPlantedRecords(t *testing.T) {
 	s := newStore(t, Options{})
-	ctx := context.Background()
 	run := 0
 	var issued idem.Token
+	plant := func(ctx context.Context, key string, draw func(string, int) int) (string, error) {
+		return plantRow(ctx, s, key, draw)
+	}
 	rapid.Check(t, func(rt *rapid.T) {
 		run++
-		key := fmt.Sprintf("planted-%d", run)
-		l := mustAcquire(t, s, key, fp("a"), time.Hour)
-		if l.Token <= issued {
-			rt.Fatalf("claim of %q got token %d, not above %d issued before", key, l.Token, issued)
-		}
-		storetest.Settle(rt, s, l, rapid.IntRange(0, storetest.PlantStates-1).Draw(rt, "state"))
-		before := lastValue(rt, s)
-		desc, err := plantRow(ctx, s, key, func(label string, n int) int { return rapid.IntRange(0, n-1).Draw(rt, label) })
-		if err != nil {
-			rt.Fatal(err)
-		}
-		issued = max(issued, storetest.Planted(rt, s, key, fp("a"), l.Token, desc))
-		if after := lastValue(rt, s); after < before {
-			rt.Fatalf("%s: sequence %d → %d", desc, before, after)
-		}
+		draw := func(label string, n int) int { return rapid.IntRange(0, n-1).Draw(rt, label) }
+		issued = storetest.PlantedRun(rt, s, fmt.Sprintf("planted-%d", run), fp("a"), issued, draw, plant,
+			func(t storetest.TB) uint64 { return uint64(lastValue(t, s)) })
 	})
 	t.Logf("%d planted records", run)
 }

@@ -42,10 +42,7 @@ func (s *Store) ListUncertain(ctx context.Context, prefix string, limit int) ([]
 // listWhere returns up to limit records whose key starts with prefix and
 // that keep says to list at the server's time.
 func (s *Store) listWhere(ctx context.Context, prefix string, limit int, keep func(rec *idem.Record, now time.Time) bool) ([]*idem.Record, error) {
-	limit = idem.ListLimit(limit)
-	var out []*idem.Record
-	errFull := errors.New("full")
-	err := s.scanRecords(ctx, prefix, func(ctx context.Context, node *redis.Client, keys []string) error {
+	return scanUpTo(ctx, s, prefix, limit, func(ctx context.Context, node *redis.Client, keys []string, add func(*idem.Record) bool) error {
 		now, err := node.Time(ctx).Result()
 		if err != nil {
 			return storeError("list", err, false)
@@ -55,15 +52,37 @@ func (s *Store) listWhere(ctx context.Context, prefix string, limit int, keep fu
 			return err
 		}
 		for _, rec := range recs {
-			if len(out) == limit {
-				return errFull
+			// nil: gone meanwhile, or corrupt (reported by Get and Stats)
+			if rec != nil && keep(rec, now) && !add(rec) {
+				return nil
 			}
-			if rec == nil || !keep(rec, now) {
-				continue // gone meanwhile, corrupt (reported by Get and Stats), or not asked for
-			}
-			if out = append(out, rec); len(out) == limit {
-				return errFull
-			}
+		}
+		return nil
+	})
+}
+
+// scanUpTo collects up to limit (idem.ListLimit) items from the records
+// whose key starts with prefix: scanRecords hands each batch of keys to
+// batch, which adds its items with add and stops when add reports that
+// the list is full.
+func scanUpTo[T any](ctx context.Context, s *Store, prefix string, limit int,
+	batch func(ctx context.Context, node *redis.Client, keys []string, add func(T) bool) error) ([]T, error) {
+	limit = idem.ListLimit(limit)
+	var out []T
+	add := func(v T) bool {
+		out = append(out, v)
+		return len(out) < limit
+	}
+	errFull := errors.New("full")
+	err := s.scanRecords(ctx, prefix, func(ctx context.Context, node *redis.Client, keys []string) error {
+		if len(out) >= limit { // another primary filled it
+			return errFull
+		}
+		if err := batch(ctx, node, keys, add); err != nil {
+			return err
+		}
+		if len(out) >= limit {
+			return errFull
 		}
 		return nil
 	})

@@ -151,13 +151,7 @@ func rawRecord(key string, res []any) (*idem.CorruptRecord, bool) {
 // script in one pipelined round trip, and reads the raw content of the
 // records that do not decode.
 func (s *Store) ListCorrupt(ctx context.Context, prefix string, limit int) ([]*idem.CorruptRecord, error) {
-	limit = idem.ListLimit(limit)
-	var out []*idem.CorruptRecord
-	errFull := errors.New("full")
-	err := s.scanRecords(ctx, prefix, func(ctx context.Context, node *redis.Client, keys []string) error {
-		if len(out) >= limit { // another primary filled it
-			return errFull
-		}
+	return scanUpTo(ctx, s, prefix, limit, func(ctx context.Context, node *redis.Client, keys []string, add func(*idem.CorruptRecord) bool) error {
 		_, suspects, err := s.getMany(ctx, node, keys)
 		if err != nil {
 			return err
@@ -170,16 +164,12 @@ func (s *Store) ListCorrupt(ctx context.Context, prefix string, limit int) ([]*i
 			case err != nil:
 				return err
 			}
-			if out = append(out, rec); len(out) == limit {
-				return errFull
+			if !add(rec) {
+				return nil
 			}
 		}
 		return nil
 	})
-	if errors.Is(err, errFull) {
-		err = nil
-	}
-	return out, err
 }
 
 // PurgeCorrupt implements idem.CorruptPurger. It reads the record, checks

@@ -65,13 +65,7 @@ func waiterSuite(t *testing.T, mk func(t *testing.T, opts Options) *Store) {
 	t.Run("LeaseExpiry", func(t *testing.T) {
 		s := mk(t, Options{PollInterval: slow})
 		mustAcquire(t, s, "k", fpA, 300*time.Millisecond)
-		start := time.Now()
-		if err := s.WaitChange(ctxT(t), "k"); err != nil {
-			t.Fatal(err)
-		}
-		if d := time.Since(start); d < 150*time.Millisecond || d > 5*time.Second {
-			t.Fatalf("WaitChange returned after %v, want about the lease TTL", d)
-		}
+		waitChangeAfter(t, s, "k", 150*time.Millisecond) // about the lease TTL
 	})
 
 	t.Run("Polling", func(t *testing.T) {
@@ -81,13 +75,7 @@ func waiterSuite(t *testing.T, mk func(t *testing.T, opts Options) *Store) {
 			time.Sleep(100 * time.Millisecond)
 			_ = s.Complete(context.Background(), l, resp("x"), retention)
 		}()
-		start := time.Now()
-		if err := s.WaitChange(ctxT(t), "k"); err != nil {
-			t.Fatal(err)
-		}
-		if d := time.Since(start); d < 90*time.Millisecond || d > 5*time.Second {
-			t.Fatalf("WaitChange returned after %v", d)
-		}
+		waitChangeAfter(t, s, "k", 90*time.Millisecond)
 	})
 
 	t.Run("ContextEnds", func(t *testing.T) {
@@ -105,4 +93,17 @@ func TestWaitChange(t *testing.T) {
 	t.Parallel()
 	client := newClient(t)
 	waiterSuite(t, func(t *testing.T, opts Options) *Store { return newStore(t, client, opts) })
+}
+
+// waitChangeAfter waits for a change of key on s and fails t unless it
+// came at least min after the call (and within 5 s).
+func waitChangeAfter(t *testing.T, s *Store, key string, min time.Duration) {
+	t.Helper()
+	start := time.Now()
+	if err := s.WaitChange(ctxT(t), key); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < min || d > 5*time.Second {
+		t.Fatalf("WaitChange returned after %v, want at least %v", d, min)
+	}
 }

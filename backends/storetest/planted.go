@@ -220,6 +220,40 @@ func Settle(t TB, st idem.Store, l *idem.Lease, state int) {
 	}
 }
 
+// PlantFunc changes key's stored record behind the store's back, in one
+// of the ways draw picks (draw(label, n) returns 0 to n-1), and describes
+// the change.
+type PlantFunc func(ctx context.Context, key string, draw func(label string, n int) int) (string, error)
+
+// PlantedRun is one run of a store's planted-records property (driven by
+// pgregory.net/rapid or any other source of draws): it claims the fresh
+// key for fp, whose token must be above issued, leaves the record in the
+// state draw picks (Settle), changes it with plant and holds it to
+// Planted. counter reads the store's fencing counter behind key, which
+// must not go back. It returns the highest token issued so far.
+func PlantedRun(t TB, st idem.Store, key string, fp idem.Fingerprint, issued idem.Token, draw func(label string, n int) int,
+	plant PlantFunc, counter func(t TB) uint64) idem.Token {
+	t.Helper()
+	l, rec, err := st.Acquire(bg(), key, fp, time.Hour)
+	if err != nil || rec != nil {
+		t.Fatalf("claim of fresh key %q: %v (record %+v)", key, err, rec)
+	}
+	if l.Token <= issued {
+		t.Fatalf("claim of %q got token %d, not above %d issued before", key, l.Token, issued)
+	}
+	Settle(t, st, l, draw("state", PlantStates))
+	before := counter(t)
+	desc, err := plant(bg(), key, draw)
+	if err != nil {
+		t.Fatalf("plant %q: %v", key, err)
+	}
+	issued = max(issued, Planted(t, st, key, fp, l.Token, desc))
+	if after := counter(t); after < before {
+		t.Fatalf("%s: fencing counter %d → %d", desc, before, after)
+	}
+	return issued
+}
+
 // DefaultPlantRuns is the number of records the planted-records case
 // changes when Config.PlantRuns is zero.
 const DefaultPlantRuns = 50

@@ -47,23 +47,15 @@ func failoverFiresOnce(t *testing.T, kind backendfault.FailoverKind, urlPart str
 	if url != fo.URL || !strings.Contains(url, urlPart) {
 		t.Fatalf("store URL %q, want the failover URL %q", url, fo.URL)
 	}
-	hook := env.(backendfault.Hooker).Hook()
 	lease := idem.Lease{Key: "k1"}
-	if err := hook(ctx, idem.PointAfterComplete, lease); err != nil || len(env.Windows()) != 0 {
-		t.Fatalf("fired before Start: %v %v", err, env.Windows())
+	hookAt(t, env, lease, idem.PointAfterComplete)
+	if ws := env.Windows(); len(ws) != 0 {
+		t.Fatalf("fired before Start: %v", ws)
 	}
 	t0 := history.Now()
 	env.Start()
-	for _, p := range []idem.Point{idem.PointAfterAcquire, idem.PointAfterFn, idem.PointAfterComplete, idem.PointAfterComplete} {
-		if err := hook(ctx, p, lease); err != nil {
-			t.Fatalf("hook at %s: %v", p, err)
-		}
-	}
-	env.Stop()
-	if err := env.Err(); err != nil {
-		t.Fatal(err)
-	}
-	ws := env.Windows()
+	hookAt(t, env, lease, idem.PointAfterAcquire, idem.PointAfterFn, idem.PointAfterComplete, idem.PointAfterComplete)
+	ws := stopWindows(t, env, 0)
 	if len(ws) != 1 || ws[0].Kind != history.KindFault || ws[0].Key != "k1" || ws[0].Call < t0 || ws[0].Return <= ws[0].Call ||
 		!strings.Contains(ws[0].Label, "promoted") {
 		t.Fatalf("windows %+v, want one promotion on k1", ws)
@@ -105,19 +97,9 @@ func TestAimFiresOnceAfterFn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Close()
-	hook := env.(backendfault.Hooker).Hook()
 	env.Start()
-	for _, p := range []idem.Point{idem.PointAfterComplete, idem.PointAfterFn, idem.PointAfterFn} {
-		if err := hook(context.Background(), p, idem.Lease{Key: "k"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(100 * time.Millisecond)
-	env.Stop()
-	if err := env.Err(); err != nil {
-		t.Fatal(err)
-	}
-	ws := env.Windows()
+	hookAt(t, env, idem.Lease{Key: "k"}, idem.PointAfterComplete, idem.PointAfterFn, idem.PointAfterFn)
+	ws := stopWindows(t, env, 100*time.Millisecond)
 	if len(ws) != 1 || ws[0].Label != "net partition" || ws[0].Return-ws[0].Call < int64(50*time.Millisecond) {
 		t.Fatalf("windows %+v, want one partition of at least 50ms", ws)
 	}
@@ -145,19 +127,9 @@ func TestAimedRestart(t *testing.T) {
 		t.Fatalf("open: %v, url %q", err, url)
 	}
 	defer env.Close()
-	hook := env.(backendfault.Hooker).Hook()
 	env.Start()
-	for range 2 {
-		if err := hook(ctx, idem.PointAfterFn, idem.Lease{Key: "k", Token: 7}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(20 * time.Millisecond)
-	env.Stop()
-	if err := env.Err(); err != nil {
-		t.Fatal(err)
-	}
-	ws := env.Windows()
+	hookAt(t, env, idem.Lease{Key: "k", Token: 7}, idem.PointAfterFn, idem.PointAfterFn)
+	ws := stopWindows(t, env, 20*time.Millisecond)
 	if len(ws) != 1 || ws[0].Fault != history.FaultRestart || !strings.Contains(ws[0].Label, "aimed") || ws[0].Key != "k" || ws[0].Return-ws[0].Call < int64(50*time.Millisecond) {
 		t.Fatalf("windows %+v, want one aimed restart of at least 50ms on k", ws)
 	}
@@ -181,22 +153,13 @@ func TestFailoverAfterEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Close()
-	hook := env.(backendfault.Hooker).Hook()
 	lease := idem.Lease{Key: "k1", Token: 7}
 	env.Start()
-	for _, p := range []idem.Point{idem.PointAfterAcquire, idem.PointAfterComplete} {
-		if err := hook(ctx, p, lease); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hookAt(t, env, lease, idem.PointAfterAcquire, idem.PointAfterComplete)
 	if ws := env.Windows(); len(ws) != 0 {
 		t.Fatalf("fired before an effect: %+v", ws)
 	}
-	for range 2 {
-		if err := hook(ctx, idem.PointAfterFn, lease); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hookAt(t, env, lease, idem.PointAfterFn, idem.PointAfterFn)
 	start := time.Now()
 	env.Stop()
 	if took := time.Since(start); took >= time.Minute {
@@ -210,4 +173,28 @@ func TestFailoverAfterEffect(t *testing.T) {
 		!strings.Contains(ws[0].Label, "right after the effect of k1") || !strings.Contains(ws[0].Label, "promoted") {
 		t.Fatalf("windows %+v, want one kill after the effect of k1 and its promotion", ws)
 	}
+}
+
+// hookAt calls env's hook at each of points in turn for lease; an error
+// fails t.
+func hookAt(t *testing.T, env backendfault.Env, lease idem.Lease, points ...idem.Point) {
+	t.Helper()
+	hook := env.(backendfault.Hooker).Hook()
+	for _, p := range points {
+		if err := hook(context.Background(), p, lease); err != nil {
+			t.Fatalf("hook at %s: %v", p, err)
+		}
+	}
+}
+
+// stopWindows stops env after settle and returns the fault windows it
+// recorded; an error of env fails t.
+func stopWindows(t *testing.T, env backendfault.Env, settle time.Duration) []history.Op {
+	t.Helper()
+	time.Sleep(settle)
+	env.Stop()
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return env.Windows()
 }

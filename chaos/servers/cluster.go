@@ -122,14 +122,8 @@ func (c *RedisCluster) start(ctx context.Context, opts RedisClusterOptions) erro
 		if err != nil {
 			return err
 		}
-		c.mu.Lock()
-		stopped := c.stopped
-		if !stopped {
-			c.nodes = append(c.nodes, r)
-		}
-		c.mu.Unlock()
-		if stopped {
-			return errors.Join(ErrStopped, r.Stop())
+		if err := adopt(&c.stopGuard, &c.nodes, r, r.Stop); err != nil {
+			return err
 		}
 		if lagged && i < opts.Primaries {
 			if err := c.proxy(r.Port(), bus, opts.ReplicationLag); err != nil {
@@ -160,14 +154,8 @@ func (c *RedisCluster) proxy(port, bus int, lag time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("%w (ReplicationLag needs %s to be a loopback address)", err, ClusterLagIP)
 		}
-		c.mu.Lock()
-		stopped := c.stopped
-		if !stopped {
-			c.proxies = append(c.proxies, lp)
-		}
-		c.mu.Unlock()
-		if stopped {
-			return errors.Join(ErrStopped, lp.Close())
+		if err := adopt(&c.stopGuard, &c.proxies, lp, lp.Close); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -3,13 +3,11 @@
 package servers
 
 import (
-	"fmt"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/idembench/idembench/backends/redisstore"
-	"github.com/idembench/idembench/history"
 )
 
 // clusterCase is one Cluster configuration. Without a lag proxy an async
@@ -33,11 +31,7 @@ var clusterCases = []clusterCase{
 func clusterTrial(t *testing.T, c clusterCase, key string) outcome {
 	t.Helper()
 	ctx := testContext(t)
-	topo, err := StartRedisCluster(ctx, RedisClusterOptions{ReplicationLag: c.lag})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartRedisCluster, RedisClusterOptions{ReplicationLag: c.lag})
 	client := topo.NewClient()
 	defer client.Close()
 	store, err := redisstore.New(client, redisstore.Options{WaitReplicas: c.wait})
@@ -48,9 +42,7 @@ func clusterTrial(t *testing.T, c clusterCase, key string) outcome {
 		t.Fatalf("CLUSTER KEYSLOT = %d, %v; keySlot(%q) = %d", slot, err, key, keySlot(key))
 	}
 	o := runTrial(ctx, store, topo, key)
-	if w := o.window; w.Kind != history.KindFault || w.Return == history.NoReturn || w.Call >= w.Return || w.Key != key {
-		t.Errorf("fault window %+v", w)
-	}
+	checkWindow(t, o, key)
 	if _, err := topo.Failover(ctx, key); err != ErrNoReplica {
 		t.Errorf("second Failover of the same slot = %v, want ErrNoReplica", err)
 	}
@@ -75,41 +67,22 @@ func clusterTrial(t *testing.T, c clusterCase, key string) outcome {
 }
 
 func TestClusterFailover(t *testing.T) {
-	t.Parallel()
 	needRedis(t)
-	for i, c := range clusterCases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			o := clusterTrial(t, c, fmt.Sprintf("k%d", i))
-			t.Logf("Do %v (err %v), failover %v, record on the promoted replica: %s; retry ran again %v (same token %v, err %v)", o.doTook, o.doErr, o.failover, o.status, o.reran, o.sameTok, o.retryErr)
-			if o.reran != o.lost {
-				t.Errorf("retry ran the function again = %v, but completion lost = %v", o.reran, o.lost)
-			}
-			if o.doErr != nil {
-				t.Fatalf("Do: %v", o.doErr)
-			}
-			if c.mustKeep && o.lost {
-				t.Errorf("completion lost (record %s) although WAIT 1 acknowledged it", o.status)
-			}
-			if c.mustLose && !o.lost {
-				t.Errorf("completion kept (record %s) although the replica lags by %v", o.status, c.lag)
-			}
-		})
-	}
+	failoverCases(t, clusterCases, func(c clusterCase) string { return c.name }, func(t *testing.T, c clusterCase, key string) {
+		o := clusterTrial(t, c, key)
+		checkOutcome(t, o, "the promoted replica")
+		if c.mustKeep && o.lost {
+			t.Errorf("completion lost (record %s) although WAIT 1 acknowledged it", o.status)
+		}
+		if c.mustLose && !o.lost {
+			t.Errorf("completion kept (record %s) although the replica lags by %v", o.status, c.lag)
+		}
+	})
 }
 
 func TestFailoverTrialsCluster(t *testing.T) {
 	needRedis(t)
-	n := trials(t)
-	for _, c := range clusterCases {
-		t.Run(c.name, func(t *testing.T) {
-			var outs []outcome
-			for i := range n {
-				outs = append(outs, clusterTrial(t, c, fmt.Sprintf("k%d", i)))
-			}
-			report(t, "redis cluster, "+c.name, outs)
-		})
-	}
+	reportTrials(t, "redis cluster", clusterCases, func(c clusterCase) string { return c.name }, clusterTrial)
 }
 
 func TestKeySlot(t *testing.T) {

@@ -27,16 +27,8 @@ func TestServersDieWithParent(t *testing.T) {
 			} else {
 				needPostgres(t)
 			}
-			// A base directory the postgres user can enter, so the helper's
-			// temp dir can live there; removed even if the test fails.
-			base, err := os.MkdirTemp("", "servers-deathsig-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(base) })
-			if err := os.Chmod(base, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			// The helper's temp dir, where the postgres user can enter.
+			base := searchableTempDir(t, "servers-deathsig-")
 
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), helperEnv+"="+kind, "TMPDIR="+base)

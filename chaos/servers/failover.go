@@ -57,6 +57,33 @@ func faultWindow(start int64, key, label string, err error) history.Op {
 	return op
 }
 
+// failover is the Failover of a primary/replica topology (kind names it in
+// the window's label) under its lock: kill takes the primary down (nil:
+// nothing was done), then promote, within failoverTimeout when ctx has no
+// deadline, waits for a replica to take over and returns its address. The
+// window spans both steps; a failed step ends it with its error.
+func failover[S any, P interface {
+	*S
+	Addr() string
+}](ctx context.Context, key, kind string, kill func() (P, error), promote func(ctx context.Context, old P) (string, error)) (history.Op, error) {
+	start := history.Now()
+	ctx, cancel := withStartTimeout(ctx, failoverTimeout)
+	defer cancel()
+	old, err := kill()
+	if old == nil {
+		return history.Op{}, err
+	}
+	label := "failover " + kind + ": kill primary " + old.Addr()
+	if err != nil {
+		return faultWindow(start, key, label, err), err
+	}
+	next, err := promote(ctx, old)
+	if err != nil {
+		return faultWindow(start, key, label, err), err
+	}
+	return faultWindow(start, key, label+", promoted "+next, nil), nil
+}
+
 // failoverTimeout bounds a Failover whose context has no deadline.
 const failoverTimeout = 60 * time.Second
 

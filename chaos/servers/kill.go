@@ -12,14 +12,7 @@ import (
 // port, directory and data stay: Restart starts the server again, Stop
 // removes the directory. Kill of a server that is down or stopped does
 // nothing.
-func (r *Redis) Kill() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped {
-		return nil
-	}
-	return r.p.Load().kill()
-}
+func (r *Redis) Kill() error { return r.running((*proc).kill) }
 
 // Kill crashes the cluster as a host failure would: SIGKILL to the
 // postmaster's process group and at once to every process working in its
@@ -29,24 +22,20 @@ func (r *Redis) Kill() error {
 // recovery), Stop removes the directory. Kill of a server that is down or
 // stopped does nothing.
 func (pg *Postgres) Kill() error {
-	pg.mu.Lock()
-	defer pg.mu.Unlock()
-	if pg.stopped {
-		return nil
-	}
-	p := pg.p.Load()
-	if p.exited() {
-		return nil
-	}
-	p.ended.Store(true)
-	p.signalGroup(syscall.SIGKILL)
-	for _, pid := range leftovers(p.pid(), pg.dir) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	if !p.waitExit(exitTimeout) {
-		return fmt.Errorf("servers: postgres %d did not exit after SIGKILL", p.pid())
-	}
-	return p.waitGone(exitTimeout)
+	return pg.running(func(p *proc) error {
+		if p.exited() {
+			return nil
+		}
+		p.ended.Store(true)
+		p.signalGroup(syscall.SIGKILL)
+		for _, pid := range leftovers(p.pid(), pg.dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if !p.waitExit(exitTimeout) {
+			return fmt.Errorf("servers: postgres %d did not exit after SIGKILL", p.pid())
+		}
+		return p.waitGone(exitTimeout)
+	})
 }
 
 // Health reports whether the server is as this package left it: nil while
@@ -56,20 +45,10 @@ func (pg *Postgres) Kill() error {
 // outside, or crashed) or is stopped with SIGSTOP (Linux only: elsewhere a
 // stopped server reads as running).
 func (r *Redis) Health() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped {
-		return nil
-	}
-	return r.p.Load().health("redis-server on " + r.Addr())
+	return r.running(func(p *proc) error { return p.health("redis-server on " + r.Addr()) })
 }
 
 // Health is Redis.Health for the postmaster.
 func (pg *Postgres) Health() error {
-	pg.mu.Lock()
-	defer pg.mu.Unlock()
-	if pg.stopped {
-		return nil
-	}
-	return pg.p.Load().health("postgres on " + pg.Addr())
+	return pg.running(func(p *proc) error { return p.health("postgres on " + pg.Addr()) })
 }

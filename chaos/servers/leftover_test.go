@@ -16,7 +16,17 @@ import (
 // searchable by PostgreSQL's user.
 func privateTempDir(t *testing.T) string {
 	t.Helper()
-	base, err := os.MkdirTemp("", "servers-leftover-")
+	base := searchableTempDir(t, "servers-leftover-")
+	t.Setenv("TMPDIR", base)
+	return base
+}
+
+// searchableTempDir returns a new directory named pattern (as
+// os.MkdirTemp), searchable by PostgreSQL's user so that a server's temp
+// dir can live there, and removed at the end of t even if it fails.
+func searchableTempDir(t *testing.T, pattern string) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +34,6 @@ func privateTempDir(t *testing.T) string {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("TMPDIR", base)
 	return base
 }
 

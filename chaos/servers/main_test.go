@@ -143,6 +143,48 @@ func assertGone(t *testing.T, pid, port int, serverDir, dir string) {
 	}
 }
 
+// restartable is a single server: Postgres or Redis.
+type restartable interface {
+	Restart(ctx context.Context) error
+	Stop() error
+	PID() int
+	Port() int
+	Dir() string
+}
+
+// checkRestart restarts s and checks that a new process runs.
+func checkRestart(ctx context.Context, t *testing.T, s restartable) {
+	t.Helper()
+	pid := s.PID()
+	if err := s.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.PID() == pid {
+		t.Errorf("PID unchanged after Restart: %d", pid)
+	}
+	if processAlive(pid) {
+		t.Errorf("old process %d still alive after Restart", pid)
+	}
+}
+
+// checkStop stops s, a server in a temporary directory, and checks that
+// nothing of it is left, that a second Stop returns nil and that Restart
+// then returns ErrStopped.
+func checkStop(ctx context.Context, t *testing.T, s restartable) {
+	t.Helper()
+	dir, port, pid := s.Dir(), s.Port(), s.PID()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, pid, port, dir, dir)
+	if err := s.Stop(); err != nil {
+		t.Errorf("second Stop = %v, want nil", err)
+	}
+	if err := s.Restart(ctx); !errors.Is(err, ErrStopped) {
+		t.Errorf("Restart after Stop = %v, want ErrStopped", err)
+	}
+}
+
 // readyLine parses the helper's "READY pid port dir" line.
 func readyLine(line string) (pid, port int, dir string, err error) {
 	f := strings.Fields(line)

@@ -311,22 +311,14 @@ func (t *PostgresReplicated) WaitCaughtUp(ctx context.Context) error {
 func (t *PostgresReplicated) Failover(ctx context.Context, key string) (history.Op, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	start := history.Now()
-	old, err := t.killPrimaryLocked()
-	if old == nil {
-		return history.Op{}, err
-	}
-	label := "failover postgres: kill primary " + old.Addr()
-	if err != nil {
-		return faultWindow(start, key, label, err), err
-	}
-	ctx, cancel := withStartTimeout(ctx, failoverTimeout)
-	defer cancel()
-	t.promoted = true
-	if err := t.promote(ctx); err != nil {
-		return faultWindow(start, key, label, err), err
-	}
-	return faultWindow(start, key, label+", promoted "+t.standby.Addr(), nil), nil
+	return failover(ctx, key, "postgres", t.killPrimaryLocked,
+		func(ctx context.Context, _ *Postgres) (string, error) {
+			t.promoted = true
+			if err := t.promote(ctx); err != nil {
+				return "", err
+			}
+			return t.standby.Addr(), nil
+		})
 }
 
 // KillPrimary is the first step of a failover taken in two

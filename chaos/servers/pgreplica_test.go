@@ -5,14 +5,12 @@ package servers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idembench/idembench/backends/pgstore"
-	"github.com/idembench/idembench/history"
 )
 
 // pgCase is one replicated PostgreSQL configuration and its expected outcome
@@ -40,11 +38,7 @@ var pgCases = []pgCase{
 func pgTrial(t *testing.T, c pgCase, key string, check func(*pgstore.Store)) outcome {
 	t.Helper()
 	ctx := testContext(t)
-	topo, err := StartPostgresReplicated(ctx, c.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartPostgresReplicated, c.opts)
 	pool, err := pgxpool.New(ctx, topo.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -64,9 +58,7 @@ func pgTrial(t *testing.T, c pgCase, key string, check func(*pgstore.Store)) out
 		check(store)
 	}
 	o := runTrial(ctx, store, topo, key)
-	if w := o.window; w.Kind != history.KindFault || w.Return == history.NoReturn || w.Call >= w.Return || w.Key != key {
-		t.Errorf("fault window %+v", w)
-	}
+	checkWindow(t, o, key)
 	if _, err := topo.Failover(ctx, key); err != ErrNoReplica {
 		t.Errorf("second Failover = %v, want ErrNoReplica", err)
 	}
@@ -86,50 +78,31 @@ func pgTrial(t *testing.T, c pgCase, key string, check func(*pgstore.Store)) out
 }
 
 func TestPostgresFailover(t *testing.T) {
-	t.Parallel()
 	needPostgres(t)
-	for i, c := range pgCases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			if !c.ci {
-				t.Skip("measured by TestFailoverTrialsPostgres")
+	failoverCases(t, pgCases, func(c pgCase) string { return c.name }, func(t *testing.T, c pgCase, key string) {
+		if !c.ci {
+			t.Skip("measured by TestFailoverTrialsPostgres")
+		}
+		o := pgTrial(t, c, key, func(s *pgstore.Store) {
+			r, err := s.CheckReplication(t.Context())
+			t.Logf("CheckReplication: %+v, %v", r, err)
+			if want := c.opts.SynchronousCommit != ""; r.Synchronous() != want || (err == nil) != want {
+				t.Errorf("CheckReplication = %+v, %v; want synchronous %v", r, err, want)
 			}
-			o := pgTrial(t, c, fmt.Sprintf("k%d", i), func(s *pgstore.Store) {
-				r, err := s.CheckReplication(t.Context())
-				t.Logf("CheckReplication: %+v, %v", r, err)
-				if want := c.opts.SynchronousCommit != ""; r.Synchronous() != want || (err == nil) != want {
-					t.Errorf("CheckReplication = %+v, %v; want synchronous %v", r, err, want)
-				}
-				if c.opts.SynchronousCommit == "" && !errors.Is(err, pgstore.ErrAsyncReplication) {
-					t.Errorf("CheckReplication on an async standby = %v, want ErrAsyncReplication", err)
-				}
-			})
-			t.Logf("Do %v (err %v), failover %v, record on the promoted standby: %s; retry ran again %v (same token %v, err %v)", o.doTook, o.doErr, o.failover, o.status, o.reran, o.sameTok, o.retryErr)
-			if o.reran != o.lost {
-				t.Errorf("retry ran the function again = %v, but completion lost = %v", o.reran, o.lost)
-			}
-			if o.doErr != nil {
-				t.Fatalf("Do: %v", o.doErr)
-			}
-			if o.lost != c.wantLost {
-				t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
+			if c.opts.SynchronousCommit == "" && !errors.Is(err, pgstore.ErrAsyncReplication) {
+				t.Errorf("CheckReplication on an async standby = %v, want ErrAsyncReplication", err)
 			}
 		})
-	}
+		checkOutcome(t, o, "the promoted standby")
+		if o.lost != c.wantLost {
+			t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
+		}
+	})
 }
 
 func TestFailoverTrialsPostgres(t *testing.T) {
 	needPostgres(t)
-	n := trials(t)
-	for _, c := range pgCases {
-		t.Run(c.name, func(t *testing.T) {
-			var outs []outcome
-			for i := range n {
-				outs = append(outs, pgTrial(t, c, fmt.Sprintf("k%d", i), nil))
-			}
-			report(t, "postgres, "+c.name, outs)
-		})
-	}
+	reportTrials(t, "postgres", pgCases, func(c pgCase) string { return c.name }, func(t *testing.T, c pgCase, key string) outcome { return pgTrial(t, c, key, nil) })
 }
 
 // TestPostgresStepFailover takes a failover in two steps: between them a
@@ -139,11 +112,7 @@ func TestPostgresStepFailover(t *testing.T) {
 	t.Parallel()
 	needPostgres(t)
 	ctx := testContext(t)
-	topo, err := StartPostgresReplicated(ctx, PostgresReplicatedOptions{SynchronousCommit: "on"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartPostgresReplicated, PostgresReplicatedOptions{SynchronousCommit: "on"})
 	if _, err := topo.Promote(ctx); err == nil {
 		t.Fatal("Promote before KillPrimary succeeded")
 	}

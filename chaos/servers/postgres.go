@@ -4,7 +4,6 @@ package servers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -63,15 +61,10 @@ const pgStartTimeout = 60 * time.Second
 // Postgres is a private PostgreSQL cluster started by StartPostgres. Its
 // methods are safe for concurrent use.
 type Postgres struct {
-	binDir  string
-	cred    *syscall.Credential
-	dir     string
-	tempDir bool
-	port    int    // fixed at start; Restart reuses it
-	listen  string // listen_addresses
-
-	stopGuard // serializes Restart and Stop
-	p         atomic.Pointer[proc]
+	server
+	binDir string
+	cred   *syscall.Credential
+	listen string // listen_addresses
 }
 
 // StartPostgres creates a cluster with initdb (superuser "postgres", trust
@@ -112,45 +105,19 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 		}
 		pg.listen += "," + opts.AlsoListen
 	}
-	if opts.Dir == "" {
-		if pg.dir, err = makeTempDir("postgres"); err != nil {
-			return nil, err
-		}
-		pg.tempDir = true
-	} else {
-		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-			return nil, fmt.Errorf("servers: postgres dir: %w", err)
-		}
-		if pg.dir, err = filepath.Abs(opts.Dir); err != nil {
-			return nil, fmt.Errorf("servers: postgres dir: %w", err)
-		}
+	if err := pg.useDir("postgres", opts.Dir, 0o700); err != nil {
+		return nil, err
 	}
 	ctx, cancel := withStartTimeout(ctx, pgStartTimeout)
 	defer cancel()
-	if err = pg.prepare(ctx); err == nil {
-		for attempt := 1; ; attempt++ {
-			port := opts.Port
-			if port == 0 {
-				if port, err = freePort(); err != nil {
-					break
-				}
-			}
-			var p *proc
-			if p, err = pg.spawn(ctx, port); err == nil {
-				pg.port = port
-				pg.p.Store(p)
-				register(pg)
-				return pg, nil
-			}
-			if opts.Port != 0 || !errors.Is(err, errExited) || attempt == portAttempts {
-				break
-			}
-		}
+	if err := pg.prepare(ctx); err != nil {
+		_ = pg.removeTempDir()
+		return nil, err
 	}
-	if pg.tempDir {
-		_ = os.RemoveAll(pg.dir)
+	if err := pg.start(ctx, pg, opts.Port, pg.spawn); err != nil {
+		return nil, err
 	}
-	return nil, err
+	return pg, nil
 }
 
 // findPostgres returns the directory holding initdb and postgres.
@@ -231,18 +198,8 @@ func (pg *Postgres) prepare(ctx context.Context) error {
 		return pg.trustSameNet()
 	}
 	args := []string{"-D", pg.dataDir(), "-U", Superuser, "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"}
-	p, err := startProc(filepath.Join(pg.binDir, "initdb"), args, pg.dir, filepath.Join(pg.dir, "initdb.log"), pg.cred)
-	if err != nil {
+	if err := runTool(ctx, filepath.Join(pg.binDir, "initdb"), args, pg.dir, "initdb.log", pg.cred); err != nil {
 		return err
-	}
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		_ = p.kill()
-		return fmt.Errorf("servers: initdb: %w", context.Cause(ctx))
-	}
-	if p.err != nil {
-		return fmt.Errorf("servers: initdb: %w; log: %s", p.err, p.logTail())
 	}
 	return pg.trustSameNet()
 }
@@ -314,22 +271,8 @@ func (pg *Postgres) spawn(ctx context.Context, port int) (*proc, error) {
 		// server killed with its parent leaves nothing in /dev/shm.
 		"-c", "dynamic_shared_memory_type=mmap",
 	}
-	p, err := startProc(filepath.Join(pg.binDir, "postgres"), args, pg.dir, filepath.Join(pg.dir, "postgres.log"), pg.cred)
-	if err != nil {
-		return nil, err
-	}
-	if pg.tempDir {
-		if err := writeMarker(filepath.Join(pg.dir, serverFile), p.pid()); err != nil {
-			_ = p.kill()
-			return nil, err
-		}
-	}
-	err = pollReady(ctx, p, func(ctx context.Context) error { return pg.ready(ctx, port) })
-	if err != nil {
-		_ = p.kill()
-		return nil, fmt.Errorf("servers: postgres on port %d did not come up: %w; log: %s", port, err, p.logTail())
-	}
-	return p, nil
+	return pg.launch(ctx, "postgres", port, filepath.Join(pg.binDir, "postgres"), args, filepath.Join(pg.dir, "postgres.log"), pg.cred,
+		func(ctx context.Context, _ *proc) error { return pg.ready(ctx, port) })
 }
 
 // ready connects to database postgres on port, checks that the server is the
@@ -369,19 +312,9 @@ func pgURL(port int, db string) string {
 // stays the same across restarts.
 func (pg *Postgres) URL() string { return pgURL(pg.port, Database) }
 
-// Addr returns 127.0.0.1:PORT.
-func (pg *Postgres) Addr() string { return loopback(pg.port) }
-
-// Port returns the TCP port the server listens on.
-func (pg *Postgres) Port() int { return pg.port }
-
 // Dir returns the directory holding the cluster (Dir()/data), the socket and
 // the logs (postgres.log, initdb.log).
 func (pg *Postgres) Dir() string { return pg.dir }
-
-// PID returns the process id of the running postmaster; it changes on
-// Restart. After Stop it is the id of the last, exited, process.
-func (pg *Postgres) PID() int { return pg.p.Load().pid() }
 
 // Restart crashes the server with an immediate shutdown, as
 // `pg_ctl stop -m immediate` does (SIGQUIT to the postmaster: no checkpoint,
@@ -392,22 +325,7 @@ func (pg *Postgres) PID() int { return pg.p.Load().pid() }
 // After Stop, Restart returns ErrStopped. If ctx has no deadline, waiting is
 // bounded by 60 seconds.
 func (pg *Postgres) Restart(ctx context.Context) error {
-	pg.mu.Lock()
-	defer pg.mu.Unlock()
-	if pg.stopped {
-		return ErrStopped
-	}
-	if err := pg.p.Load().shutdown(syscall.SIGQUIT); err != nil {
-		return err
-	}
-	ctx, cancel := withStartTimeout(ctx, pgStartTimeout)
-	defer cancel()
-	p, err := pg.spawn(ctx, pg.port)
-	if err != nil {
-		return err
-	}
-	pg.p.Store(p)
-	return nil
+	return pg.restart(ctx, func(p *proc) error { return p.shutdown(syscall.SIGQUIT) }, pgStartTimeout, pg.spawn)
 }
 
 // Stop shuts the server down (a fast shutdown, SIGINT; SIGKILL to its
@@ -415,13 +333,5 @@ func (pg *Postgres) Restart(ctx context.Context) error {
 // process of the group is gone, and removes the directory if StartPostgres
 // created it. Stop is idempotent: later calls return nil.
 func (pg *Postgres) Stop() error {
-	return pg.stopOnce(pg, func() error {
-		err := pg.p.Load().shutdown(syscall.SIGINT)
-		if pg.tempDir {
-			if rerr := os.RemoveAll(pg.dir); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("servers: remove %s: %w", pg.dir, rerr))
-			}
-		}
-		return err
-	})
+	return pg.stop(pg, func(p *proc) error { return p.shutdown(syscall.SIGINT) })
 }

@@ -37,13 +37,7 @@ func TestPostgresRestartKeepsCommitted(t *testing.T) {
 		}
 	}
 
-	pid := pg.PID()
-	if err := pg.Restart(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if pg.PID() == pid {
-		t.Errorf("PID unchanged after Restart: %d", pid)
-	}
+	checkRestart(ctx, t, pg)
 	if _, err := conn.Exec(ctx, "COMMIT"); err == nil {
 		t.Error("COMMIT on a connection that outlived an immediate shutdown succeeded")
 	}
@@ -64,17 +58,7 @@ func TestPostgresRestartKeepsCommitted(t *testing.T) {
 		t.Errorf("rows after immediate restart = %v, want [1] (committed kept, open transaction lost)", ids)
 	}
 
-	dir, port, pid := pg.Dir(), pg.Port(), pg.PID()
-	if err := pg.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, pid, port, dir, dir)
-	if err := pg.Stop(); err != nil {
-		t.Errorf("second Stop = %v, want nil", err)
-	}
-	if err := pg.Restart(ctx); !errors.Is(err, ErrStopped) {
-		t.Errorf("Restart after Stop = %v, want ErrStopped", err)
-	}
+	checkStop(ctx, t, pg)
 }
 
 func TestStartPostgresErrors(t *testing.T) {

@@ -252,3 +252,154 @@ func withStartTimeout(ctx context.Context, d time.Duration) (context.Context, co
 	}
 	return context.WithTimeout(ctx, d)
 }
+
+// server is what Postgres and Redis share: one server process on a
+// loopback port fixed at start, in a directory of its own or the caller's.
+type server struct {
+	dir     string
+	tempDir bool // made by makeTempDir: removed by Stop and by a failed start
+	port    int  // fixed at start; Restart reuses it
+
+	stopGuard // serializes Restart and Stop
+	p         atomic.Pointer[proc]
+}
+
+// spawnFunc starts a server's process on port and waits until it is ready;
+// on error the process is gone.
+type spawnFunc func(ctx context.Context, port int) (*proc, error)
+
+// useDir sets the server's directory: a new temporary one when dir is
+// empty, else dir made absolute and created with perm if missing.
+func (s *server) useDir(kind, dir string, perm os.FileMode) error {
+	if dir == "" {
+		d, err := makeTempDir(kind)
+		if err != nil {
+			return err
+		}
+		s.dir, s.tempDir = d, true
+		return nil
+	}
+	if err := os.MkdirAll(dir, perm); err != nil {
+		return fmt.Errorf("servers: %s dir: %w", kind, err)
+	}
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("servers: %s dir: %w", kind, err)
+	}
+	s.dir = d
+	return nil
+}
+
+// start spawns the server on port, or on a free port when port is 0 (a
+// process that exits at once, another program having taken the port in
+// between, is tried again on another, portAttempts times), and registers
+// self. On error nothing runs and a temporary directory is removed.
+func (s *server) start(ctx context.Context, self stopper, port int, spawn spawnFunc) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		at := port
+		if at == 0 {
+			if at, err = freePort(); err != nil {
+				break
+			}
+		}
+		var p *proc
+		if p, err = spawn(ctx, at); err == nil {
+			s.port = at
+			s.p.Store(p)
+			register(self)
+			return nil
+		}
+		if port != 0 || !errors.Is(err, errExited) || attempt == portAttempts {
+			break
+		}
+	}
+	s.removeTempDir()
+	return err
+}
+
+// removeTempDir removes the server's directory if it is a temporary one.
+func (s *server) removeTempDir() error {
+	if !s.tempDir {
+		return nil
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		return fmt.Errorf("servers: remove %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// launch starts bin with args in the server's directory (its output to
+// logPath, as cred when set), writes the marker of a temporary directory
+// and waits until ready answers for the new process; kind names the
+// server in the error. On error the process is gone.
+func (s *server) launch(ctx context.Context, kind string, port int, bin string, args []string, logPath string, cred *syscall.Credential,
+	ready func(ctx context.Context, p *proc) error) (*proc, error) {
+	p, err := startProc(bin, args, s.dir, logPath, cred)
+	if err != nil {
+		return nil, err
+	}
+	if s.tempDir {
+		if err := writeMarker(filepath.Join(s.dir, serverFile), p.pid()); err != nil {
+			_ = p.kill()
+			return nil, err
+		}
+	}
+	err = pollReady(ctx, p, func(ctx context.Context) error { return ready(ctx, p) })
+	if err != nil {
+		_ = p.kill()
+		return nil, fmt.Errorf("servers: %s on port %d did not come up: %w; log: %s", kind, port, err, p.logTail())
+	}
+	return p, nil
+}
+
+// restart ends the running process with end and spawns a new one on the
+// same port, waiting at most timeout when ctx has no deadline; after stop
+// it returns ErrStopped.
+func (s *server) restart(ctx context.Context, end func(*proc) error, timeout time.Duration, spawn spawnFunc) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return ErrStopped
+	}
+	if err := end(s.p.Load()); err != nil {
+		return err
+	}
+	ctx, cancel := withStartTimeout(ctx, timeout)
+	defer cancel()
+	p, err := spawn(ctx, s.port)
+	if err != nil {
+		return err
+	}
+	s.p.Store(p)
+	return nil
+}
+
+// running runs f on the server's process under the lock that Restart
+// and Stop take; after Stop it returns nil without running f.
+func (s *server) running(f func(*proc) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	return f(s.p.Load())
+}
+
+// stop is every Stop of self: the first call ends the process with end and
+// removes a temporary directory; later calls return nil.
+func (s *server) stop(self stopper, end func(*proc) error) error {
+	return s.stopOnce(self, func() error {
+		return errors.Join(end(s.p.Load()), s.removeTempDir())
+	})
+}
+
+// Addr returns the server's address, 127.0.0.1:port.
+func (s *server) Addr() string { return loopback(s.port) }
+
+// Port returns the TCP port the server listens on.
+func (s *server) Port() int { return s.port }
+
+// PID returns the process id of the running server; it changes on Restart.
+// After Stop it is the id of the last, exited, process.
+func (s *server) PID() int { return s.p.Load().pid() }

@@ -9,12 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -69,16 +67,10 @@ const redisStartTimeout = 30 * time.Second
 // Redis is a private redis-server process started by StartRedis. Its
 // methods are safe for concurrent use.
 type Redis struct {
+	server
 	bin     string
 	args    func(port int) ([]string, error)
-	dir     string
-	tempDir bool
 	logPath string
-
-	port int // fixed at start; Restart reuses it
-
-	stopGuard // serializes Restart and Stop
-	p         atomic.Pointer[proc]
 }
 
 // StartRedis starts redis-server on 127.0.0.1 with the given options and
@@ -121,21 +113,8 @@ func startRedis(ctx context.Context, opts RedisOptions, role redisRole) (*Redis,
 	}
 	_ = SweepStale()
 	r := &Redis{bin: bin}
-	if opts.Dir == "" {
-		dir, err := makeTempDir("redis")
-		if err != nil {
-			return nil, err
-		}
-		r.dir, r.tempDir = dir, true
-	} else {
-		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-			return nil, fmt.Errorf("servers: redis dir: %w", err)
-		}
-		dir, err := filepath.Abs(opts.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("servers: redis dir: %w", err)
-		}
-		r.dir = dir
+	if err := r.useDir("redis", opts.Dir, 0o755); err != nil {
+		return nil, err
 	}
 	r.logPath = filepath.Join(r.dir, "redis.log")
 	// Loopback, and AlsoListen's clients, whom protected mode (no
@@ -171,29 +150,10 @@ func startRedis(ctx context.Context, opts RedisOptions, role redisRole) (*Redis,
 	}
 	ctx, cancel := withStartTimeout(ctx, redisStartTimeout)
 	defer cancel()
-	var err error
-	for attempt := 1; ; attempt++ {
-		port := opts.Port
-		if port == 0 {
-			if port, err = freePort(); err != nil {
-				break
-			}
-		}
-		var p *proc
-		if p, err = r.spawn(ctx, port); err == nil {
-			r.port = port
-			r.p.Store(p)
-			register(r)
-			return r, nil
-		}
-		if opts.Port != 0 || !errors.Is(err, errExited) || attempt == portAttempts {
-			break
-		}
+	if err := r.start(ctx, r, opts.Port, r.spawn); err != nil {
+		return nil, err
 	}
-	if r.tempDir {
-		_ = os.RemoveAll(r.dir)
-	}
-	return nil, err
+	return r, nil
 }
 
 // spawn starts the server on port and waits until it answers; on error the
@@ -203,22 +163,8 @@ func (r *Redis) spawn(ctx context.Context, port int) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProc(r.bin, args, r.dir, r.logPath, nil)
-	if err != nil {
-		return nil, err
-	}
-	if r.tempDir {
-		if err := writeMarker(filepath.Join(r.dir, serverFile), p.pid()); err != nil {
-			_ = p.kill()
-			return nil, err
-		}
-	}
-	err = pollReady(ctx, p, func(ctx context.Context) error { return redisReady(ctx, port, p.pid()) })
-	if err != nil {
-		_ = p.kill()
-		return nil, fmt.Errorf("servers: redis on port %d did not come up: %w; log: %s", port, err, p.logTail())
-	}
-	return p, nil
+	return r.launch(ctx, "redis", port, r.bin, args, r.logPath, nil,
+		func(ctx context.Context, p *proc) error { return redisReady(ctx, port, p.pid()) })
 }
 
 // redisReady asks the server on port for its process id (INFO server) and a
@@ -303,18 +249,8 @@ func infoField(info, name string) string {
 // URL returns redis://127.0.0.1:PORT/0. It stays the same across restarts.
 func (r *Redis) URL() string { return "redis://" + r.Addr() + "/0" }
 
-// Addr returns 127.0.0.1:PORT.
-func (r *Redis) Addr() string { return loopback(r.port) }
-
-// Port returns the TCP port the server listens on.
-func (r *Redis) Port() int { return r.port }
-
 // Dir returns the server's working directory.
 func (r *Redis) Dir() string { return r.dir }
-
-// PID returns the process id of the running server; it changes on Restart.
-// After Stop it is the id of the last, exited, process.
-func (r *Redis) PID() int { return r.p.Load().pid() }
 
 // Restart crashes the server with SIGKILL, as a power cut or OOM kill would,
 // then starts it again on the same port and directory and waits until it
@@ -324,35 +260,12 @@ func (r *Redis) PID() int { return r.p.Load().pid() }
 // server stays down; Stop still cleans up. After Stop, Restart returns
 // ErrStopped. If ctx has no deadline, waiting is bounded by 30 seconds.
 func (r *Redis) Restart(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped {
-		return ErrStopped
-	}
-	if err := r.p.Load().kill(); err != nil {
-		return err
-	}
-	ctx, cancel := withStartTimeout(ctx, redisStartTimeout)
-	defer cancel()
-	p, err := r.spawn(ctx, r.port)
-	if err != nil {
-		return err
-	}
-	r.p.Store(p)
-	return nil
+	return r.restart(ctx, (*proc).kill, redisStartTimeout, r.spawn)
 }
 
 // Stop kills the server's process group with SIGKILL, waits until it has
 // exited, and removes the directory if StartRedis created it. Stop is
 // idempotent: later calls return nil.
 func (r *Redis) Stop() error {
-	return r.stopOnce(r, func() error {
-		err := r.p.Load().kill()
-		if r.tempDir {
-			if rerr := os.RemoveAll(r.dir); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("servers: remove %s: %w", r.dir, rerr))
-			}
-		}
-		return err
-	})
+	return r.stop(r, (*proc).kill)
 }

@@ -32,16 +32,7 @@ func TestRedisRestartPersistence(t *testing.T) {
 			if got, err := redisDo(t, r.Addr(), "SET", "k", "v"); err != nil || got != "OK" {
 				t.Fatalf("SET = %q, %v", got, err)
 			}
-			pid := r.PID()
-			if err := r.Restart(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if r.PID() == pid {
-				t.Errorf("PID unchanged after Restart: %d", pid)
-			}
-			if processAlive(pid) {
-				t.Errorf("old process %d still alive after Restart", pid)
-			}
+			checkRestart(ctx, t, r)
 			got, err := redisDo(t, r.Addr(), "GET", "k")
 			switch {
 			case tc.wantKept && (err != nil || got != "v"):
@@ -49,17 +40,7 @@ func TestRedisRestartPersistence(t *testing.T) {
 			case !tc.wantKept && !errors.Is(err, errNilReply):
 				t.Errorf("after crash GET k = %q, %v; want nil (no persistence)", got, err)
 			}
-			dir, port, pid := r.Dir(), r.Port(), r.PID()
-			if err := r.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			assertGone(t, pid, port, dir, dir)
-			if err := r.Stop(); err != nil {
-				t.Errorf("second Stop = %v, want nil", err)
-			}
-			if err := r.Restart(ctx); !errors.Is(err, ErrStopped) {
-				t.Errorf("Restart after Stop = %v, want ErrStopped", err)
-			}
+			checkStop(ctx, t, r)
 		})
 	}
 }

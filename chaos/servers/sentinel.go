@@ -254,23 +254,14 @@ func (s *RedisSentinel) Primary() *Redis {
 func (s *RedisSentinel) Failover(ctx context.Context, key string) (history.Op, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	start := history.Now()
-	ctx, cancel := withStartTimeout(ctx, failoverTimeout)
-	defer cancel()
-	old, err := s.killPrimaryLocked()
-	if old == nil {
-		return history.Op{}, err
-	}
-	label := "failover redis-sentinel: kill primary " + old.Addr()
-	if err != nil {
-		return faultWindow(start, key, label, err), err
-	}
-	next, err := s.awaitPromotion(ctx, old.Addr())
-	if err != nil {
-		return faultWindow(start, key, label, err), err
-	}
-	s.primary = next
-	return faultWindow(start, key, label+", promoted "+s.nodes[next].Addr(), nil), nil
+	return failover(ctx, key, "redis-sentinel", s.killPrimaryLocked, func(ctx context.Context, old *Redis) (string, error) {
+		next, err := s.awaitPromotion(ctx, old.Addr())
+		if err != nil {
+			return "", err
+		}
+		s.primary = next
+		return s.nodes[next].Addr(), nil
+	})
 }
 
 // KillPrimary is the first step of a failover taken in two

@@ -4,14 +4,12 @@ package servers
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/backends/redisstore"
-	"github.com/idembench/idembench/history"
 )
 
 // sentinelCase is one replicated Redis configuration and its expected
@@ -42,11 +40,7 @@ var sentinelCases = []sentinelCase{
 func sentinelTrial(t *testing.T, c sentinelCase, key string) outcome {
 	t.Helper()
 	ctx := testContext(t)
-	topo, err := StartRedisSentinel(ctx, c.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartRedisSentinel, c.opts)
 	client := redis.NewFailoverClient(topo.FailoverOptions())
 	defer client.Close()
 	store, err := redisstore.New(client, redisstore.Options{WaitReplicas: c.wait})
@@ -55,9 +49,7 @@ func sentinelTrial(t *testing.T, c sentinelCase, key string) outcome {
 	}
 	old := topo.Primary()
 	o := runTrial(ctx, store, topo, key)
-	if o.window.Kind != history.KindFault || o.window.Return == history.NoReturn || o.window.Call >= o.window.Return || o.window.Key != key {
-		t.Errorf("fault window %+v", o.window)
-	}
+	checkWindow(t, o, key)
 	if topo.Primary() == old {
 		t.Errorf("primary still %s after Failover", old.Addr())
 	}
@@ -85,41 +77,22 @@ func assertTopologyGone(t *testing.T, topo *RedisSentinel) {
 }
 
 func TestSentinelFailover(t *testing.T) {
-	t.Parallel()
 	needRedis(t)
-	for i, c := range sentinelCases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			if c.name == "async, direct link" || c.name == "WAIT 1, 2 replicas, one lagging, equal priority" {
-				t.Skip("measured by TestFailoverTrialsSentinel")
-			}
-			o := sentinelTrial(t, c, fmt.Sprintf("k%d", i))
-			t.Logf("Do %v (err %v), failover %v, record on the promoted primary: %s; retry ran again %v (same token %v, err %v)", o.doTook, o.doErr, o.failover, o.status, o.reran, o.sameTok, o.retryErr)
-			if o.reran != o.lost {
-				t.Errorf("retry ran the function again = %v, but completion lost = %v", o.reran, o.lost)
-			}
-			if o.doErr != nil {
-				t.Fatalf("Do: %v", o.doErr)
-			}
-			if o.lost != c.wantLost {
-				t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
-			}
-		})
-	}
+	failoverCases(t, sentinelCases, func(c sentinelCase) string { return c.name }, func(t *testing.T, c sentinelCase, key string) {
+		if c.name == "async, direct link" || c.name == "WAIT 1, 2 replicas, one lagging, equal priority" {
+			t.Skip("measured by TestFailoverTrialsSentinel")
+		}
+		o := sentinelTrial(t, c, key)
+		checkOutcome(t, o, "the promoted primary")
+		if o.lost != c.wantLost {
+			t.Errorf("completion lost = %v (record %s), want %v", o.lost, o.status, c.wantLost)
+		}
+	})
 }
 
 func TestFailoverTrialsSentinel(t *testing.T) {
 	needRedis(t)
-	n := trials(t)
-	for _, c := range sentinelCases {
-		t.Run(c.name, func(t *testing.T) {
-			var outs []outcome
-			for i := range n {
-				outs = append(outs, sentinelTrial(t, c, fmt.Sprintf("k%d", i)))
-			}
-			report(t, "redis sentinel, "+c.name, outs)
-		})
-	}
+	reportTrials(t, "redis sentinel", sentinelCases, func(c sentinelCase) string { return c.name }, sentinelTrial)
 }
 
 // TestSentinelStepFailover takes a failover in two steps: nothing is
@@ -129,11 +102,7 @@ func TestSentinelStepFailover(t *testing.T) {
 	t.Parallel()
 	needRedis(t)
 	ctx := testContext(t)
-	topo, err := StartRedisSentinel(ctx, RedisSentinelOptions{DownAfter: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topo.Stop()
+	topo := start(ctx, t, StartRedisSentinel, RedisSentinelOptions{DownAfter: 30 * time.Second})
 	if _, err := topo.Promote(ctx); err == nil {
 		t.Fatal("Promote before KillPrimary succeeded")
 	}

@@ -55,6 +55,22 @@ type stopGuard struct {
 	stopped bool
 }
 
+// adopt appends v, a part of a topology being started, to *list under g's
+// lock, unless the topology was stopped meanwhile: then it stops v and
+// returns an error wrapping ErrStopped.
+func adopt[T any](g *stopGuard, list *[]T, v T, stop func() error) error {
+	g.mu.Lock()
+	stopped := g.stopped
+	if !stopped {
+		*list = append(*list, v)
+	}
+	g.mu.Unlock()
+	if stopped {
+		return errors.Join(ErrStopped, stop())
+	}
+	return nil
+}
+
 // stopOnce is every Stop: the first call unregisters s and runs stop under
 // the lock; later calls return nil.
 func (g *stopGuard) stopOnce(s stopper, stop func() error) error {

@@ -124,6 +124,67 @@ func trials(t *testing.T) int {
 	return n
 }
 
+// start starts a topology with startFn and opts, stopped at the end of
+// t (a trial stops it earlier to check what is left).
+func start[T interface{ Stop() error }, O any](ctx context.Context, t *testing.T, startFn func(context.Context, O) (T, error), opts O) T {
+	t.Helper()
+	topo, err := startFn(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = topo.Stop() })
+	return topo
+}
+
+// checkWindow fails t unless o's fault window is a whole fault on key.
+func checkWindow(t *testing.T, o outcome, key string) {
+	t.Helper()
+	if w := o.window; w.Kind != history.KindFault || w.Return == history.NoReturn || w.Call >= w.Return || w.Key != key {
+		t.Errorf("fault window %+v", w)
+	}
+}
+
+// checkOutcome logs o (the record read back on promoted: "the promoted
+// primary", …) and fails t when a retry ran the function again although
+// the completion survived (or not although it was lost), or Do failed.
+func checkOutcome(t *testing.T, o outcome, promoted string) {
+	t.Helper()
+	t.Logf("Do %v (err %v), failover %v, record on %s: %s; retry ran again %v (same token %v, err %v)", o.doTook, o.doErr, o.failover, promoted, o.status, o.reran, o.sameTok, o.retryErr)
+	if o.reran != o.lost {
+		t.Errorf("retry ran the function again = %v, but completion lost = %v", o.reran, o.lost)
+	}
+	if o.doErr != nil {
+		t.Fatalf("Do: %v", o.doErr)
+	}
+}
+
+// failoverCases runs each case in a parallel subtest named by name, on
+// key k<i> (i its index).
+func failoverCases[C any](t *testing.T, cases []C, name func(C) string, run func(t *testing.T, c C, key string)) {
+	t.Parallel()
+	for i, c := range cases {
+		t.Run(name(c), func(t *testing.T) {
+			t.Parallel()
+			run(t, c, fmt.Sprintf("k%d", i))
+		})
+	}
+}
+
+// reportTrials runs trials() trials of each case with trial, one subtest
+// a case named by name, and reports them as "system, name".
+func reportTrials[C any](t *testing.T, system string, cases []C, name func(C) string, trial func(*testing.T, C, string) outcome) {
+	n := trials(t)
+	for _, c := range cases {
+		t.Run(name(c), func(t *testing.T) {
+			var outs []outcome
+			for i := range n {
+				outs = append(outs, trial(t, c, fmt.Sprintf("k%d", i)))
+			}
+			report(t, system+", "+name(c), outs)
+		})
+	}
+}
+
 // report logs one configuration's trials as a single line for the README.
 func report(t *testing.T, name string, outs []outcome) {
 	t.Helper()

@@ -103,11 +103,29 @@ func inspect(ctx context.Context, e *env, args []string) (int, error) {
 // releaseJSON is the result of release.
 type releaseJSON struct {
 	keyName
-	Token    idem.Token  `json:"token"`
-	Released bool        `json:"released"`
-	Reason   string      `json:"reason,omitempty"`
-	Current  *idem.Token `json:"current_token,omitempty"`
-	Status   string      `json:"current_status,omitempty"`
+	Token    idem.Token `json:"token"`
+	Released bool       `json:"released"`
+	refusal
+}
+
+// refusal is why idemctl refused a release or a resolve, with the record's
+// current token and status (omitted when it has none).
+type refusal struct {
+	Reason  string      `json:"reason,omitempty"`
+	Current *idem.Token `json:"current_token,omitempty"`
+	Status  string      `json:"current_status,omitempty"`
+}
+
+// refuse records reason and rec (nil: no record) in r, prints res, the
+// result holding r, once on stdout (as JSON with --json) and returns
+// exitRefused.
+func (r *refusal) refuse(e *env, res any, reason string, rec *idem.Record) (int, error) {
+	r.Reason = reason
+	if rec != nil {
+		r.Current, r.Status = &rec.Token, rec.Status.String()
+	}
+	e.out.print(res, "refused: "+reason)
+	return exitRefused, nil
 }
 
 func release(ctx context.Context, e *env, args []string) (int, error) {
@@ -123,15 +141,7 @@ func release(ctx context.Context, e *env, args []string) (int, error) {
 		return exitUsage, err
 	}
 	res := releaseJSON{keyName: name, Token: idem.Token(*token)}
-	// refuse prints the refusal once, on stdout (in the JSON with --json).
-	refuse := func(reason string, rec *idem.Record) (int, error) {
-		res.Reason = reason
-		if rec != nil {
-			res.Current, res.Status = &rec.Token, rec.Status.String()
-		}
-		e.out.print(res, "refused: "+reason)
-		return exitRefused, nil
-	}
+	refuse := func(reason string, rec *idem.Record) (int, error) { return res.refuse(e, &res, reason, rec) }
 	rec, err := e.store.Get(ctx, name.Stored)
 	if err != nil {
 		return storeErr(err)

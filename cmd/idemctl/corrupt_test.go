@@ -16,12 +16,7 @@ import (
 // used to exit 5 with the decode error alone), list --corrupt finds the
 // corrupt keys, and purge-corrupt deletes one only with the digest of its
 // current content, never a record that decodes.
-func TestIdemctlCorruptRecords(t *testing.T) {
-	for _, mk := range []func(*testing.T) backend{redisBackend, postgresBackend} {
-		b := mk(t)
-		t.Run(b.name, func(t *testing.T) { testCorruptRecords(t, b) })
-	}
-}
+func TestIdemctlCorruptRecords(t *testing.T) { onBackends(t, testCorruptRecords) }
 
 // corruption is how a test breaks a record on one backend.
 type corruption struct {
@@ -103,16 +98,7 @@ func testCorruptRecords(t *testing.T, b backend) {
 		{"purge of a missing key", []string{"purge-corrupt", "nope", "--confirm", seen}, exitNotFound, nil},
 	}
 	for _, tt := range tests {
-		code, out, errs := b.ctl(t, tt.args...)
-		if code != tt.code {
-			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", tt.name, code, tt.code, out, errs)
-			continue
-		}
-		for _, want := range tt.stdout {
-			if !strings.Contains(out, want) {
-				t.Errorf("%s: stdout lacks %q:\n%s", tt.name, want, out)
-			}
-		}
+		b.check(t, tt.name, tt.args, tt.code, tt.stdout, "")
 	}
 
 	// The record changes after the operator looked: the old digest no

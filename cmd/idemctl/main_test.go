@@ -103,12 +103,38 @@ func (b backend) ctl(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func TestIdemctl(t *testing.T) {
-	for _, mk := range []func(*testing.T) backend{redisBackend, postgresBackend} {
-		b := mk(t)
-		t.Run(b.name, func(t *testing.T) { testIdemctl(t, b) })
+// check runs idemctl with args on b and checks its exit code, that
+// stdout holds each of stdout and stderr holds stderr, and that a refusal
+// is printed once, on stdout; name names the call in the errors.
+func (b backend) check(t *testing.T, name string, args []string, code int, stdout []string, stderr string) {
+	t.Helper()
+	got, out, errs := b.ctl(t, args...)
+	if got != code {
+		t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", name, got, code, out, errs)
+		return
+	}
+	for _, want := range stdout {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: stdout lacks %q:\n%s", name, want, out)
+		}
+	}
+	if !strings.Contains(errs, stderr) {
+		t.Errorf("%s: stderr lacks %q: %s", name, stderr, errs)
+	}
+	if got == exitRefused && (errs != "" || strings.Count(out, "refused") != 1) {
+		t.Errorf("%s: a refusal must be printed once, on stdout:\nstdout: %s\nstderr: %s", name, out, errs)
 	}
 }
+
+// onBackends runs test on a Redis and a PostgreSQL store, a subtest each.
+func onBackends(t *testing.T, test func(*testing.T, backend)) {
+	for _, mk := range []func(*testing.T) backend{redisBackend, postgresBackend} {
+		b := mk(t)
+		t.Run(b.name, func(t *testing.T) { test(t, b) })
+	}
+}
+
+func TestIdemctl(t *testing.T) { onBackends(t, testIdemctl) }
 
 func testIdemctl(t *testing.T, b backend) {
 	ctx := context.Background()
@@ -157,22 +183,7 @@ func testIdemctl(t *testing.T, b backend) {
 		{"unknown command", []string{"frob"}, exitUsage, nil, "unknown command"},
 	}
 	for _, tt := range tests {
-		code, out, errs := b.ctl(t, tt.args...)
-		if code != tt.code {
-			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", tt.name, code, tt.code, out, errs)
-			continue
-		}
-		for _, want := range tt.stdout {
-			if !strings.Contains(out, want) {
-				t.Errorf("%s: stdout lacks %q:\n%s", tt.name, want, out)
-			}
-		}
-		if !strings.Contains(errs, tt.stderr) {
-			t.Errorf("%s: stderr lacks %q: %s", tt.name, tt.stderr, errs)
-		}
-		if code == exitRefused && (errs != "" || strings.Count(out, "refused") != 1) {
-			t.Errorf("%s: a refusal must be printed once, on stdout:\nstdout: %s\nstderr: %s", tt.name, out, errs)
-		}
+		b.check(t, tt.name, tt.args, tt.code, tt.stdout, tt.stderr)
 	}
 
 	testIdemctlJSON(t, b, done, live)

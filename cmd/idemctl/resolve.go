@@ -17,12 +17,10 @@ import (
 // resolveJSON is what resolve prints.
 type resolveJSON struct {
 	keyName
-	Token    idem.Token  `json:"token"`
-	Applied  bool        `json:"applied"`
-	Resolved bool        `json:"resolved"`
-	Reason   string      `json:"reason,omitempty"`
-	Current  *idem.Token `json:"current_token,omitempty"`
-	Status   string      `json:"current_status,omitempty"`
+	Token    idem.Token `json:"token"`
+	Applied  bool       `json:"applied"`
+	Resolved bool       `json:"resolved"`
+	refusal
 }
 
 // responseJSON is the RESPONSE argument of --applied: the response the
@@ -78,14 +76,7 @@ func resolve(ctx context.Context, e *env, args []string) (int, error) {
 		return exitUsage, err
 	}
 	res := resolveJSON{keyName: name, Token: idem.Token(*token), Applied: applied != nil}
-	refuse := func(reason string, rec *idem.Record) (int, error) {
-		res.Reason = reason
-		if rec != nil {
-			res.Current, res.Status = &rec.Token, rec.Status.String()
-		}
-		e.out.print(res, "refused: "+reason)
-		return exitRefused, nil
-	}
+	refuse := func(reason string, rec *idem.Record) (int, error) { return res.refuse(e, &res, reason, rec) }
 	rec, err := e.store.Get(ctx, name.Stored)
 	if err != nil {
 		return storeErr(err)

@@ -10,12 +10,7 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-func TestResolve(t *testing.T) {
-	for _, mk := range []func(*testing.T) backend{redisBackend, postgresBackend} {
-		b := mk(t)
-		t.Run(b.name, func(t *testing.T) { testResolve(t, b) })
-	}
-}
+func TestResolve(t *testing.T) { onBackends(t, testResolve) }
 
 // uncertainKey leaves key uncertain on b's store and returns its token.
 func uncertainKey(t *testing.T, b backend, key string) idem.Token {

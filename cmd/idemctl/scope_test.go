@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,12 +17,7 @@ import (
 // showed tenant A's record k1 instead of the unscoped client's key "A:k1"
 // (stored ":A:k1"), and "release A:k2 --token N" released tenant A's k2.
 // Every key argument now goes through idem.StorageKey as the engine's.
-func TestIdemctlKeysAreClientKeys(t *testing.T) {
-	for _, mk := range []func(*testing.T) backend{redisBackend, postgresBackend} {
-		b := mk(t)
-		t.Run(b.name, func(t *testing.T) { testKeysAreClientKeys(t, b) })
-	}
-}
+func TestIdemctlKeysAreClientKeys(t *testing.T) { onBackends(t, testKeysAreClientKeys) }
 
 func testKeysAreClientKeys(t *testing.T, b backend) {
 	ctx := context.Background()
@@ -77,16 +71,7 @@ func testKeysAreClientKeys(t *testing.T, b backend) {
 		{"release with --scope", []string{"--scope", "A", "release", "k2", "--token", fmt.Sprint(stuck.Token)}, 0, []string{"released k2 (scope A)"}},
 	}
 	for _, tt := range tests {
-		code, out, errs := b.ctl(t, tt.args...)
-		if code != tt.code {
-			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", tt.name, code, tt.code, out, errs)
-			continue
-		}
-		for _, want := range tt.stdout {
-			if !strings.Contains(out, want) {
-				t.Errorf("%s: stdout lacks %q:\n%s", tt.name, want, out)
-			}
-		}
+		b.check(t, tt.name, tt.args, tt.code, tt.stdout, "")
 		if tt.name == "release cannot reach the tenant" {
 			if rec, err := b.store.Get(ctx, "A:k2"); err != nil || rec.Token != stuck.Token {
 				t.Errorf("tenant A's k2 after an unscoped release: %+v, %v", rec, err)

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/idembench/idembench/backends/memstore"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -18,22 +15,15 @@ import (
 // 422, and the record carries the policy id; a malformed pointer or
 // policy id is refused at start.
 func TestFingerprintExcludeFlag(t *testing.T) {
-	store := memstore.New(memstore.Options{SweepInterval: -1})
-	defer store.Close()
-	opts := serviceOptions{policy: "ietf", fpExclude: "/meta,/client_ref", fpPolicy: "payments/subset-v1"}
-	if err := opts.check(); err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(newService(idem.New(store), newLedger(), log.New(io.Discard, "", 0), opts))
-	defer api.Close()
+	api, store := startService(t, serviceOptions{policy: "ietf", fpExclude: "/meta,/client_ref", fpPolicy: "payments/subset-v1"})
 	first := `{"amount":100,"currency":"EUR","meta":{"trace":"a"},"client_ref":"r1"}`
-	if st, replayed, _ := call(t, "POST", api.URL+"/payments", "k1", first); st != http.StatusCreated || replayed {
+	if st, replayed, _ := call(t, "POST", api+"/payments", "k1", first); st != http.StatusCreated || replayed {
 		t.Fatalf("first: %d replayed %v", st, replayed)
 	}
-	if st, replayed, _ := call(t, "POST", api.URL+"/payments", "k1", `{"client_ref":"r2","currency":"EUR","amount":100,"meta":{"trace":"b"}}`); st != http.StatusCreated || !replayed {
+	if st, replayed, _ := call(t, "POST", api+"/payments", "k1", `{"client_ref":"r2","currency":"EUR","amount":100,"meta":{"trace":"b"}}`); st != http.StatusCreated || !replayed {
 		t.Fatalf("excluded members changed: %d replayed %v; want the 201 replayed", st, replayed)
 	}
-	if st, _, _ := call(t, "POST", api.URL+"/payments", "k1", `{"amount":200,"currency":"EUR","meta":{"trace":"a"},"client_ref":"r1"}`); st != http.StatusUnprocessableEntity {
+	if st, _, _ := call(t, "POST", api+"/payments", "k1", `{"amount":200,"currency":"EUR","meta":{"trace":"a"},"client_ref":"r1"}`); st != http.StatusUnprocessableEntity {
 		t.Fatalf("amount changed: %d, want 422", st)
 	}
 	k, err := idem.StorageKey("k1", "/payments") // the service scopes keys by path

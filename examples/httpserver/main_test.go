@@ -34,15 +34,7 @@ func call(t *testing.T, method, url, key, body string) (int, bool, string) {
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := testenv.Send(t, req)
 	return resp.StatusCode, resp.Header.Get("Idempotency-Replayed") == "true", strings.TrimSpace(string(b))
 }
 

@@ -41,6 +41,28 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.keys = append(p.keys, r.Header.Get("Idempotency-Key"))
 }
 
+// startService serves the payments service with opts (checked first) on
+// a memory store, for the rest of t, and returns its URL and the store.
+func startService(t *testing.T, opts serviceOptions) (string, *memstore.Store) {
+	t.Helper()
+	if err := opts.check(); err != nil {
+		t.Fatal(err)
+	}
+	store := memstore.New(memstore.Options{SweepInterval: -1})
+	t.Cleanup(func() { store.Close() })
+	api := httptest.NewServer(newService(idem.New(store), newLedger(), log.New(io.Discard, "", 0), opts))
+	t.Cleanup(api.Close)
+	return api.URL, store
+}
+
+// startProvider serves a provider for the rest of t.
+func startProvider(t *testing.T) (*provider, string) {
+	prov := &provider{}
+	ps := httptest.NewServer(prov)
+	t.Cleanup(ps.Close)
+	return prov, ps.URL
+}
+
 func (p *provider) setFail(fail bool) {
 	p.mu.Lock()
 	p.fail = fail
@@ -57,23 +79,17 @@ func TestDownstreamCharge(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run("flaw="+tc.flaw, func(t *testing.T) {
-			prov := &provider{}
-			ps := httptest.NewServer(prov)
-			defer ps.Close()
-			store := memstore.New(memstore.Options{SweepInterval: -1})
-			defer store.Close()
-			api := httptest.NewServer(newService(idem.New(store), newLedger(), log.New(io.Discard, "", 0),
-				serviceOptions{downstream: ps.URL, flaw: tc.flaw}))
-			defer api.Close()
+			prov, ps := startProvider(t)
+			api, _ := startService(t, serviceOptions{downstream: ps, flaw: tc.flaw})
 			body := `{"amount":100,"currency":"EUR"}`
 
 			prov.setFail(true)
-			if st, _, _ := call(t, "POST", api.URL+"/payments", "k1", body); st != http.StatusBadGateway {
+			if st, _, _ := call(t, "POST", api+"/payments", "k1", body); st != http.StatusBadGateway {
 				t.Fatalf("failed charge: status %d, want 502", st)
 			}
 			prov.setFail(false)
 			for i := range 2 {
-				st, replayed, _ := call(t, "POST", api.URL+"/payments", "k1", body)
+				st, replayed, _ := call(t, "POST", api+"/payments", "k1", body)
 				if st != http.StatusCreated || replayed != (i == 1) {
 					t.Fatalf("attempt %d: status %d replayed %v", i+2, st, replayed)
 				}
@@ -92,24 +108,15 @@ func TestDownstreamCharge(t *testing.T) {
 func TestReplayPolicyFlag(t *testing.T) {
 	for policy, replays502 := range map[string]bool{"ietf": false, "stripe": true, "cache-2xx-only": false} {
 		t.Run(policy, func(t *testing.T) {
-			prov := &provider{}
-			ps := httptest.NewServer(prov)
-			defer ps.Close()
-			store := memstore.New(memstore.Options{SweepInterval: -1})
-			defer store.Close()
-			opts := serviceOptions{downstream: ps.URL, policy: policy}
-			if err := opts.check(); err != nil {
-				t.Fatal(err)
-			}
-			api := httptest.NewServer(newService(idem.New(store), newLedger(), log.New(io.Discard, "", 0), opts))
-			defer api.Close()
+			prov, ps := startProvider(t)
+			api, _ := startService(t, serviceOptions{downstream: ps, policy: policy})
 			body := `{"amount":100,"currency":"EUR"}`
 			prov.setFail(true)
-			if st, _, _ := call(t, "POST", api.URL+"/payments", "k1", body); st != http.StatusBadGateway {
+			if st, _, _ := call(t, "POST", api+"/payments", "k1", body); st != http.StatusBadGateway {
 				t.Fatalf("failed charge: status %d, want 502", st)
 			}
 			prov.setFail(false)
-			st, replayed, _ := call(t, "POST", api.URL+"/payments", "k1", body)
+			st, replayed, _ := call(t, "POST", api+"/payments", "k1", body)
 			if replays502 && (st != http.StatusBadGateway || !replayed) {
 				t.Fatalf("retry: %d replayed %v; want the 502 replayed", st, replayed)
 			}

@@ -3,33 +3,14 @@ package idemamqp_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/idembench/idembench/backends/memstore"
 	"github.com/idembench/idembench/idem"
 	"github.com/idembench/idembench/idem/idemamqp"
+	"github.com/idembench/idembench/internal/testenv"
 )
-
-// countingStore counts the claims that reach the store, key by key and in
-// batches.
-type countingStore struct {
-	*memstore.Store
-	acquires, batches atomic.Int64
-}
-
-func (s *countingStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, ttl time.Duration) (*idem.Lease, *idem.Record, error) {
-	s.acquires.Add(1)
-	return s.Store.Acquire(ctx, key, fp, ttl)
-}
-
-func (s *countingStore) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, ttl time.Duration) []idem.AcquireResult {
-	s.batches.Add(1)
-	return s.Store.AcquireBatch(ctx, reqs, ttl)
-}
 
 // TestProcessBatch pulls six deliveries with prefetch 6 and processes them
 // as one batch: a duplicate inside the batch is acked without a second
@@ -39,13 +20,11 @@ func (s *countingStore) AcquireBatch(ctx context.Context, reqs []idem.AcquireReq
 // key.
 func TestProcessBatch(t *testing.T) {
 	b := newBroker(t)
-	st := &countingStore{Store: memstore.New(memstore.Options{})}
-	t.Cleanup(func() { st.Close() })
-	var fx effects
+	st := testenv.NewCountingStore(t)
+	var fx testenv.Effects
 	poison := idem.Permanent(errors.New("no such account"))
-	c := idemamqp.New(idem.New(st), fx.handler(map[string]error{"p": poison}), idemamqp.Options{})
-	publish := [][2]string{{"m1", "a"}, {"m1", "a"}, {"m2", "b"}, {"", "x"}, {"p", "x"}, {"m2", "c"}}
-	want := []idem.Decision{idem.Ack, idem.Ack, idem.Ack, idem.DeadLetter, idem.DeadLetter, idem.DeadLetter}
+	c := idemamqp.New(idem.New(st), handler(&fx, map[string]error{"p": poison}), idemamqp.Options{})
+	publish := testenv.BatchPublish
 	for _, p := range publish {
 		b.publish(t, p[0], p[1])
 	}
@@ -67,27 +46,11 @@ func TestProcessBatch(t *testing.T) {
 		batch = append(batch, &d)
 	}
 	got := c.ProcessBatch(context.Background(), batch)
-	if len(got) != len(batch) {
-		t.Fatalf("%d answers for %d deliveries", len(got), len(batch))
-	}
+	testenv.CheckBatch(t, got, poison, &fx, st)
 	for i, p := range got {
-		if p.Decision != want[i] {
-			t.Errorf("delivery %d (%q %q): action %s (err %v), want %s", i, publish[i][0], publish[i][1], p.Decision, p.Err, want[i])
-		}
 		if err := c.Settle(context.Background(), batch[i], p.Decision); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if !errors.Is(got[3].Err, idem.ErrInvalidKey) || !errors.Is(got[5].Err, idem.ErrFingerprintMismatch) || !errors.Is(got[4].Err, poison) {
-		t.Errorf("errors %v, %v, %v: want invalid key, poison, fingerprint mismatch", got[3].Err, got[4].Err, got[5].Err)
-	}
-	for id, n := range map[string]int{"m1": 1, "m2": 1, "p": 0} {
-		if got := fx.count(id); got != n {
-			t.Errorf("effects of %q = %d, want %d", id, got, n)
-		}
-	}
-	if a, bt := st.acquires.Load(), st.batches.Load(); a != 0 || bt != 2 {
-		t.Errorf("%d single claims and %d batch claims, want 0 and 2 (distinct keys, then the duplicates)", a, bt)
 	}
 	waitDepth(t, b, b.dlq, 3)
 	waitDepth(t, b, b.queue, 0)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -118,93 +117,32 @@ func next(t *testing.T, ds <-chan amqp.Delivery) amqp.Delivery {
 	panic("unreachable")
 }
 
-// effects counts the handler's applied effects per message id.
-type effects struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (e *effects) handler(fail map[string]error) idemamqp.Handler {
-	return func(ctx context.Context, d *amqp.Delivery) error {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if err := fail[d.MessageId]; err != nil {
-			delete(fail, d.MessageId) // fails once
-			return err
-		}
-		if e.n == nil {
-			e.n = map[string]int{}
-		}
-		e.n[d.MessageId]++
-		return nil
-	}
-}
-
-func (e *effects) count(id string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.n[id]
+// handler applies a message's effect to fx, failing once as fail says.
+func handler(fx *testenv.Effects, fail map[string]error) idemamqp.Handler {
+	return func(ctx context.Context, d *amqp.Delivery) error { return fx.Apply(d.MessageId, fail) }
 }
 
 func TestHandleSettles(t *testing.T) {
-	poison := idem.Permanent(errors.New("no such account"))
-	tests := []struct {
-		name     string
-		publish  [][2]string // id, body
-		fail     map[string]error
-		actions  []idem.Decision
-		effects  map[string]int
-		deadLtrs int
-	}{
-		{name: "duplicate publish applied once",
-			publish: [][2]string{{"m1", "a"}, {"m1", "a"}},
-			actions: []idem.Decision{idem.Ack, idem.Ack},
-			effects: map[string]int{"m1": 1}},
-		{name: "retryable failure requeued and redelivered",
-			publish: [][2]string{{"m1", "a"}},
-			fail:    map[string]error{"m1": errors.New("timeout")},
-			actions: []idem.Decision{idem.Redeliver, idem.Ack},
-			effects: map[string]int{"m1": 1}},
-		{name: "poison dead-lettered once, duplicate acked",
-			publish:  [][2]string{{"p", "x"}, {"p", "x"}},
-			fail:     map[string]error{"p": poison},
-			actions:  []idem.Decision{idem.DeadLetter, idem.Ack},
-			effects:  map[string]int{"p": 0},
-			deadLtrs: 1},
-		{name: "missing message-id dead-lettered",
-			publish:  [][2]string{{"", "a"}},
-			actions:  []idem.Decision{idem.DeadLetter},
-			deadLtrs: 1},
-		{name: "reused id with another payload dead-lettered",
-			publish:  [][2]string{{"m1", "a"}, {"m1", "b"}},
-			actions:  []idem.Decision{idem.Ack, idem.DeadLetter},
-			effects:  map[string]int{"m1": 1},
-			deadLtrs: 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range testenv.HandleCases(idem.Permanent(errors.New("no such account"))) {
+		t.Run(tt.Name, func(t *testing.T) {
 			b := newBroker(t)
 			st := memstore.New(memstore.Options{})
 			t.Cleanup(func() { st.Close() })
-			var fx effects
-			c := idemamqp.New(idem.New(st), fx.handler(tt.fail), idemamqp.Options{})
-			for _, p := range tt.publish {
+			var fx testenv.Effects
+			c := idemamqp.New(idem.New(st), handler(&fx, tt.Fail), idemamqp.Options{})
+			for _, p := range tt.Publish {
 				b.publish(t, p[0], p[1])
 			}
 			_, ds := b.deliveries(t)
-			for i, want := range tt.actions {
+			for i, want := range tt.Decisions {
 				d := next(t, ds)
 				got, err := c.Handle(context.Background(), &d)
 				if got != want {
 					t.Fatalf("delivery %d (%q, redelivered %v): action %s (err %v), want %s", i, d.MessageId, d.Redelivered, got, err, want)
 				}
 			}
-			for id, n := range tt.effects {
-				if got := fx.count(id); got != n {
-					t.Errorf("effects of %q = %d, want %d", id, got, n)
-				}
-			}
-			waitDepth(t, b, b.dlq, tt.deadLtrs)
+			fx.CheckEffects(t, tt.Effects)
+			waitDepth(t, b, b.dlq, tt.DeadLetters)
 			waitDepth(t, b, b.queue, 0)
 		})
 	}
@@ -234,28 +172,14 @@ func waitDepth(t *testing.T, b *broker, queue string, want int) {
 // hook that finds the effect, acks it without applying it again.
 func TestCrashBeforeAck(t *testing.T) {
 	b := newBroker(t)
-	st := memstore.New(memstore.Options{})
-	t.Cleanup(func() { st.Close() })
-	var fx effects
-	crash := errors.New("crash")
-	var once sync.Once
-	hook := func(ctx context.Context, p idem.Point, l idem.Lease) error {
-		var err error
-		if p == idem.PointAfterFn {
-			once.Do(func() { err = crash })
-		}
-		return err
-	}
-	recovery := func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
-		return idem.Response{Status: 200}, fx.count("m1") > 0, nil
-	}
-	e := idem.New(st, idem.WithLeaseTTL(300*time.Millisecond), idem.WithHook(hook), idem.WithRecovery(recovery))
-	c := idemamqp.New(e, fx.handler(nil), idemamqp.Options{RequeueDelay: 50 * time.Millisecond})
+	var fx testenv.Effects
+	e := testenv.CrashEngine(t, &fx, "m1", 300*time.Millisecond)
+	c := idemamqp.New(e, handler(&fx, nil), idemamqp.Options{RequeueDelay: 50 * time.Millisecond})
 	b.publish(t, "m1", "a")
 
 	ch1, ds1 := b.deliveries(t)
 	d := next(t, ds1)
-	if _, err := c.Process(context.Background(), &d); !errors.Is(err, crash) {
+	if _, err := c.Process(context.Background(), &d); !errors.Is(err, testenv.ErrCrash) {
 		t.Fatalf("first delivery: err %v, want the crash", err)
 	}
 	ch1.Close() // the consumer dies without acking
@@ -276,7 +200,7 @@ func TestCrashBeforeAck(t *testing.T) {
 			t.Fatalf("redelivery: action %s, err %v; want redeliver-later while the lease lives", a, err)
 		}
 	}
-	if got := fx.count("m1"); got != 1 {
+	if got := fx.Count("m1"); got != 1 {
 		t.Fatalf("effects = %d after crash and redelivery, want 1 (actions %v)", got, actions)
 	}
 	waitDepth(t, b, b.queue, 0)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -140,97 +139,37 @@ func (s *stream) settled(t *testing.T, dead int) {
 	}
 }
 
-// effects counts the handler's applied effects per key.
-type effects struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (e *effects) handler(fail map[string]error) idemnats.Handler {
+// handler applies a message's effect to fx, failing once as fail says.
+func handler(fx *testenv.Effects, fail map[string]error) idemnats.Handler {
 	return func(ctx context.Context, msg jetstream.Msg) error {
-		id := msg.Headers().Get("Idem-Key")
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if err := fail[id]; err != nil {
-			delete(fail, id) // fails once
-			return err
-		}
-		if e.n == nil {
-			e.n = map[string]int{}
-		}
-		e.n[id]++
-		return nil
+		return fx.Apply(msg.Headers().Get("Idem-Key"), fail)
 	}
-}
-
-func (e *effects) count(id string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.n[id]
 }
 
 func TestHandleSettles(t *testing.T) {
-	poison := idem.Permanent(errors.New("no such account"))
-	tests := []struct {
-		name     string
-		publish  [][2]string // key, body
-		fail     map[string]error
-		actions  []idem.Decision
-		effects  map[string]int
-		deadLtrs int
-	}{
-		{name: "duplicate publish applied once",
-			publish: [][2]string{{"m1", "a"}, {"m1", "a"}},
-			actions: []idem.Decision{idem.Ack, idem.Ack},
-			effects: map[string]int{"m1": 1}},
-		{name: "retryable failure naked and redelivered",
-			publish: [][2]string{{"m1", "a"}},
-			fail:    map[string]error{"m1": errors.New("timeout")},
-			actions: []idem.Decision{idem.Redeliver, idem.Ack},
-			effects: map[string]int{"m1": 1}},
-		{name: "poison dead-lettered once, duplicate acked",
-			publish:  [][2]string{{"p", "x"}, {"p", "x"}},
-			fail:     map[string]error{"p": poison},
-			actions:  []idem.Decision{idem.DeadLetter, idem.Ack},
-			effects:  map[string]int{"p": 0},
-			deadLtrs: 1},
-		{name: "missing key dead-lettered",
-			publish:  [][2]string{{"", "a"}},
-			actions:  []idem.Decision{idem.DeadLetter},
-			deadLtrs: 1},
-		{name: "reused key with another payload dead-lettered",
-			publish:  [][2]string{{"m1", "a"}, {"m1", "b"}},
-			actions:  []idem.Decision{idem.Ack, idem.DeadLetter},
-			effects:  map[string]int{"m1": 1},
-			deadLtrs: 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range testenv.HandleCases(idem.Permanent(errors.New("no such account"))) {
+		t.Run(tt.Name, func(t *testing.T) {
 			s := newStream(t, 5*time.Second)
 			st := memstore.New(memstore.Options{})
 			t.Cleanup(func() { st.Close() })
-			var fx effects
-			c := idemnats.New(idem.New(st), fx.handler(tt.fail), idemnats.Options{
+			var fx testenv.Effects
+			c := idemnats.New(idem.New(st), handler(&fx, tt.Fail), idemnats.Options{
 				Key: idemnats.HeaderKey("Idem-Key"), ConfirmAck: true,
 				DeadLetter: idemnats.PublishTo(s.js, s.dlSubj),
 			})
-			for _, p := range tt.publish {
+			for _, p := range tt.Publish {
 				s.publish(t, p[0], p[1])
 			}
 			it := s.messages(t)
-			for i, want := range tt.actions {
+			for i, want := range tt.Decisions {
 				m := next(t, it)
 				got, err := c.Handle(context.Background(), m)
 				if got != want {
 					t.Fatalf("message %d: action %s (err %v), want %s", i, got, err, want)
 				}
 			}
-			for id, n := range tt.effects {
-				if got := fx.count(id); got != n {
-					t.Errorf("effects of %q = %d, want %d", id, got, n)
-				}
-			}
-			s.settled(t, tt.deadLtrs)
+			fx.CheckEffects(t, tt.Effects)
+			s.settled(t, tt.DeadLetters)
 		})
 	}
 }
@@ -241,27 +180,13 @@ func TestHandleSettles(t *testing.T) {
 // hook finds the effect, so it is acked without a second effect.
 func TestCrashBeforeAck(t *testing.T) {
 	s := newStream(t, 400*time.Millisecond)
-	st := memstore.New(memstore.Options{})
-	t.Cleanup(func() { st.Close() })
-	var fx effects
-	crash := errors.New("crash")
-	var once sync.Once
-	hook := func(ctx context.Context, p idem.Point, l idem.Lease) error {
-		var err error
-		if p == idem.PointAfterFn {
-			once.Do(func() { err = crash })
-		}
-		return err
-	}
-	recovery := func(ctx context.Context, l idem.Lease) (idem.Response, bool, error) {
-		return idem.Response{Status: 200}, fx.count("m1") > 0, nil
-	}
-	e := idem.New(st, idem.WithLeaseTTL(300*time.Millisecond), idem.WithHook(hook), idem.WithRecovery(recovery))
-	c := idemnats.New(e, fx.handler(nil), idemnats.Options{Key: idemnats.HeaderKey("Idem-Key"), RequeueDelay: 50 * time.Millisecond})
+	var fx testenv.Effects
+	e := testenv.CrashEngine(t, &fx, "m1", 300*time.Millisecond)
+	c := idemnats.New(e, handler(&fx, nil), idemnats.Options{Key: idemnats.HeaderKey("Idem-Key"), RequeueDelay: 50 * time.Millisecond})
 	s.publish(t, "m1", "a")
 	it := s.messages(t)
 	m := next(t, it)
-	if _, err := c.Process(context.Background(), m); !errors.Is(err, crash) {
+	if _, err := c.Process(context.Background(), m); !errors.Is(err, testenv.ErrCrash) {
 		t.Fatalf("first delivery: err %v, want the crash", err)
 	}
 	for {
@@ -281,7 +206,7 @@ func TestCrashBeforeAck(t *testing.T) {
 			t.Fatalf("redelivery: action %s, err %v; want redeliver-later while the lease lives", a, err)
 		}
 	}
-	if got := fx.count("m1"); got != 1 {
+	if got := fx.Count("m1"); got != 1 {
 		t.Fatalf("effects = %d after crash and redelivery, want 1", got)
 	}
 	s.settled(t, 0)

@@ -1,5 +1,7 @@
-// Package testenv finds the Redis and PostgreSQL servers that integration
-// tests run against.
+// Package testenv finds the servers that integration tests run against
+// (Redis, PostgreSQL, RabbitMQ, NATS), and holds what tests of several
+// packages share (consumer.go: the broker adapters' effects, counting
+// store and Handle cases).
 //
 // For each server, in order:
 //  1. the environment variable (IDEM_REDIS_URL, IDEM_POSTGRES_URL) is used

@@ -26,6 +26,9 @@ type CoalesceOptions struct {
 	MaxBatch int
 }
 
+// defaultMaxBatch is CoalesceOptions.MaxBatch when it is not set.
+const defaultMaxBatch = 128
+
 // PoolSizer is an optional capability of a Store that sends its requests
 // over a bounded pool of connections: PoolSize returns how many requests
 // it can have under way at once (0 or less: it does not know).
@@ -52,13 +55,25 @@ type PoolSizer interface {
 // connection); once its batch was sent, it returns an error that satisfies
 // Ambiguous, as a plain call interrupted on its way does. Heartbeats and
 // reads are not coalesced.
+//
+// Coalescing is on by default with the zero CoalesceOptions: an engine on a
+// store that is a BatchStore and a PoolSizer (redisstore, pgstore) batches
+// the calls beyond its pool; on any other store the default does nothing.
+// WithCoalescing changes the options; WithoutCoalescing turns it off.
 func WithCoalescing(o CoalesceOptions) Option {
 	return func(c *config) {
 		if o.MaxBatch <= 0 {
-			o.MaxBatch = 128
+			o.MaxBatch = defaultMaxBatch
 		}
 		c.coalesce = &o
 	}
+}
+
+// WithoutCoalescing turns coalescing off: every claim and outcome write is
+// its own store call, and a call beyond the store's pool waits for a
+// connection (see WithCoalescing).
+func WithoutCoalescing() Option {
+	return func(c *config) { c.coalesce = nil }
 }
 
 // coalescing is a Store whose Acquire, Complete, Fail and Release calls are

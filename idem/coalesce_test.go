@@ -77,16 +77,22 @@ func (p pooledStore) PoolSize() int { return p.size }
 // (every claim goes alone, as without coalescing); 32 callers are
 // batched. A BatchStore that states no pool size is never batched.
 func TestCoalescingBatchesOnlyBeyondThePool(t *testing.T) {
+	on := []idem.Option{idem.WithCoalescing(idem.CoalesceOptions{})}
 	for _, tc := range []struct {
 		name        string
 		pool        int // 0: the store is no PoolSizer
 		callers     int
+		opts        []idem.Option
 		wantBatches bool
 	}{
-		{"1 caller, pool 4", 4, 1, false},
-		{"4 callers, pool 4", 4, 4, false},
-		{"32 callers, pool 4", 4, 32, true},
-		{"32 callers, no pool size", 0, 32, false},
+		{"1 caller, pool 4", 4, 1, on, false},
+		{"4 callers, pool 4", 4, 4, on, false},
+		{"32 callers, pool 4", 4, 32, on, true},
+		{"32 callers, no pool size", 0, 32, on, false},
+		// Coalescing is on by default, and WithoutCoalescing turns it off.
+		{"32 callers, pool 4, default", 4, 32, nil, true},
+		{"32 callers, pool 4, without", 4, 32, []idem.Option{idem.WithoutCoalescing()}, false},
+		{"32 callers, pool 4, on then off", 4, 32, append(on, idem.WithoutCoalescing()), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			slow := &slowBatchStore{Store: newStore(t)}
@@ -94,7 +100,7 @@ func TestCoalescingBatchesOnlyBeyondThePool(t *testing.T) {
 			if tc.pool > 0 {
 				st = pooledStore{slow, tc.pool}
 			}
-			e := idem.New(st, idem.WithCoalescing(idem.CoalesceOptions{}))
+			e := idem.New(st, tc.opts...)
 			defer e.Close()
 			var wg sync.WaitGroup
 			for c := range tc.callers {

@@ -43,6 +43,7 @@ func defaultConfig() config {
 		pollInterval: DefaultPollInterval,
 		permanent:    IsPermanent,
 		clock:        SystemClock{},
+		coalesce:     &CoalesceOptions{MaxBatch: defaultMaxBatch},
 	}
 }
 

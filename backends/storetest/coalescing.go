@@ -139,7 +139,7 @@ const (
 // lowest ratio. report, when not nil, reports more metrics on each
 // sub-benchmark.
 func BenchCoalescing(b *testing.B, st idem.Store, report func(*testing.B), opts ...idem.Option) {
-	plain := idem.New(st, idem.WithHeartbeat(-1))
+	plain := idem.New(st, idem.WithHeartbeat(-1), idem.WithoutCoalescing())
 	defer plain.Close()
 	coalesced := idem.New(st, append([]idem.Option{idem.WithHeartbeat(-1)}, opts...)...)
 	defer coalesced.Close()

@@ -199,7 +199,7 @@ func BenchBatch(b *testing.B, st idem.Store, meter Meter, report func(BatchRates
 // MeasureLoneCaller on st (nine rounds of one second) with a plain and a
 // coalesced engine and reports both p50s and their ratio (target ≤ 1.10).
 func BenchLoneCaller(b *testing.B, st idem.Store) {
-	plain := idem.New(st, idem.WithHeartbeat(-1))
+	plain := idem.New(st, idem.WithHeartbeat(-1), idem.WithoutCoalescing())
 	defer plain.Close()
 	coalesced := idem.New(st, idem.WithHeartbeat(-1), idem.WithCoalescing(idem.CoalesceOptions{}))
 	defer coalesced.Close()

@@ -446,15 +446,7 @@ func TestHTTPNoRequestSucceeded(t *testing.T) {
 func TestHTTPInputLimits(t *testing.T) {
 	toy, srv := newIdemToy(t, false)
 	good := toyTargetFile(t, srv.URL, "")
-	huge := filepath.Join(t.TempDir(), "huge.yaml")
-	f, err := os.Create(huge)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(50 << 20); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	huge := testenv.SparseFile(t, "huge.yaml", 50<<20)
 	crlf := toyTargetFile(t, srv.URL, "")
 	if err := os.WriteFile(crlf, []byte("name: toy\nbase_url: "+srv.URL+"\noperation: {path: /op, key_header: \"Idempotency-Key\\r\\nX-Admin: 1\"}\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -54,16 +54,7 @@ func TestJoinedWorkers(t *testing.T) {
 	skews := []time.Duration{-50 * time.Millisecond, 50 * time.Millisecond, -20 * time.Millisecond, 20 * time.Millisecond}
 	sp := harness.Spec{Engine: engines.Reference(), Backend: harness.Redis, URL: redisURL, ScenarioName: sc.Name, Scenario: sc,
 		Sink: "fenced", Overrides: harness.Overrides{Seed: 4, Duration: 1500 * time.Millisecond}}
-	out, err := joinedRun(t, natsURL, sp, 4, skews)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Report.Verdict != checker.VerdictOK {
-		t.Fatalf("verdict %s: %v", out.Report.Verdict, out.Report.Violations)
-	}
-	if n := len(out.History.Header.Clocks); n != 4 {
-		t.Fatalf("%d clock bounds, want 4", n)
-	}
+	out := passedJoined(t, natsURL, sp, skews)
 	// Keys are sharded by host: every key's calls come from one worker.
 	hosts := map[string]int{}
 	for _, op := range out.History.Ops {
@@ -121,6 +112,23 @@ func joinedRun(t *testing.T, natsURL string, sp harness.Spec, n int, skews []tim
 	return out, err
 }
 
+// passedJoined runs sp with a joined worker for each of skews and fails t
+// unless the run passed with every worker's clock bound in the header.
+func passedJoined(t *testing.T, natsURL string, sp harness.Spec, skews []time.Duration) *harness.Outcome {
+	t.Helper()
+	out, err := joinedRun(t, natsURL, sp, len(skews), skews)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Report.Verdict != checker.VerdictOK {
+		t.Fatalf("verdict %s: %v", out.Report.Verdict, out.Report.Violations)
+	}
+	if n := len(out.History.Header.Clocks); n != len(skews) {
+		t.Fatalf("%d clock bounds, want %d", n, len(skews))
+	}
+	return out
+}
+
 func memorySpec(t *testing.T, scenario string, seed int64, d time.Duration) harness.Spec {
 	t.Helper()
 	sc, err := scenarios.Load(scenario)
@@ -149,16 +157,7 @@ func TestJoinedMemoryWorkers(t *testing.T) {
 	skews := []time.Duration{-50 * time.Millisecond, 50 * time.Millisecond, -20 * time.Millisecond, 20 * time.Millisecond}
 
 	t.Run("correct", func(t *testing.T) {
-		out, err := joinedRun(t, natsURL, memorySpec(t, "default", 4, 1500*time.Millisecond), 4, skews)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.Report.Verdict != checker.VerdictOK {
-			t.Fatalf("verdict %s: %v", out.Report.Verdict, out.Report.Violations)
-		}
-		if n := len(out.History.Header.Clocks); n != 4 {
-			t.Fatalf("%d clock bounds, want 4", n)
-		}
+		out := passedJoined(t, natsURL, memorySpec(t, "default", 4, 1500*time.Millisecond), skews)
 		// Every effect the histories record as applied is one of the
 		// merged ledger's, and the other way round (assemble refuses a
 		// history whose ledger lacks one; here the counts are compared).
@@ -188,7 +187,7 @@ func TestJoinedMemoryWorkers(t *testing.T) {
 		if !strings.HasSuffix(out.Replay, " --workers 4 --join "+harness.ShellQuote(natsURL)) {
 			t.Errorf("replay %q: want --workers 4 --join %s", out.Replay, natsURL)
 		}
-		t.Logf("%d calls, %d effects applied, %d fault windows from the workers", calls, applied, joinedFaultWindows(out))
+		t.Logf("%d calls, %d effects applied, %d fault windows from the workers", calls, applied, faultWindows(out))
 	})
 
 	t.Run("caught/crash-after-effect", func(t *testing.T) {
@@ -204,7 +203,7 @@ func TestJoinedMemoryWorkers(t *testing.T) {
 		if out.Ledger.Doubled == 0 {
 			t.Fatalf("merged ledger %+v: no key applied twice", out.Ledger)
 		}
-		if joinedFaultWindows(out) == 0 {
+		if faultWindows(out) == 0 {
 			t.Error("no crash window from any worker")
 		}
 		v := out.Report.Violations[0]
@@ -235,8 +234,9 @@ func workerOf(h *history.History, client int) int {
 	return -1
 }
 
-// joinedFaultWindows counts the fault windows the workers sent.
-func joinedFaultWindows(out *harness.Outcome) int {
+// faultWindows counts the fault windows the workers (or hosts) sent: the
+// crashes and pauses they injected in their engines.
+func faultWindows(out *harness.Outcome) int {
 	n := 0
 	for _, op := range out.History.Ops {
 		if op.Kind == history.KindFault && op.Worker >= 0 {

@@ -42,17 +42,7 @@ func TestCoalescingGroupsConcurrentClaimsOnly(t *testing.T) {
 			st := &slowBatchStore{Store: newStore(t)}
 			e := idem.New(st, idem.WithCoalescing(idem.CoalesceOptions{MaxInFlight: 1}))
 			defer e.Close()
-			var wg sync.WaitGroup
-			for c := range tc.callers {
-				wg.Go(func() {
-					for i := range 10 {
-						if _, err := e.Do(context.Background(), fmt.Sprintf("k%d-%d", c, i), fpA, ok("x")); err != nil {
-							t.Error(err)
-						}
-					}
-				})
-			}
-			wg.Wait()
+			tenEach(t, e, tc.callers)
 			total := st.singles.Load() + st.batched.Load()
 			if total != int64(tc.callers*10) {
 				t.Fatalf("%d claims reached the store, want %d", total, tc.callers*10)
@@ -97,17 +87,7 @@ func TestCoalescingBatchesOnlyBeyondThePool(t *testing.T) {
 			}
 			e := idem.New(st, idem.WithCoalescing(idem.CoalesceOptions{}))
 			defer e.Close()
-			var wg sync.WaitGroup
-			for c := range tc.callers {
-				wg.Go(func() {
-					for i := range 10 {
-						if _, err := e.Do(context.Background(), fmt.Sprintf("k%d-%d", c, i), fpA, ok("x")); err != nil {
-							t.Error(err)
-						}
-					}
-				})
-			}
-			wg.Wait()
+			tenEach(t, e, tc.callers)
 			if total := slow.singles.Load() + slow.batched.Load(); total != int64(tc.callers*10) {
 				t.Fatalf("%d claims reached the store, want %d", total, tc.callers*10)
 			}
@@ -244,4 +224,21 @@ func TestCoalescingQueuedCallCancelled(t *testing.T) {
 	if _, err := e.Do(context.Background(), "after", fpA, ok("x")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tenEach runs callers goroutines that each call Do on e for ten keys of
+// their own, and waits for them; an error fails t.
+func tenEach(t *testing.T, e *idem.Engine, callers int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range 10 {
+				if _, err := e.Do(context.Background(), fmt.Sprintf("k%d-%d", c, i), fpA, ok("x")); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

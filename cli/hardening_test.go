@@ -229,16 +229,7 @@ func TestInterruptExits130(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"run", "--scenario", stuck, "--seed", "5", "--no-progress"}, c.args...)...)
 			// Worker processes get longer to start and reach their pause.
 			wait := map[bool]time.Duration{false: time.Second, true: 3 * time.Second}[c.name == "workers"]
-			code, stderr, took := signalCLI(t, cmd, wait, syscall.SIGINT)
-			if took > 2*time.Second {
-				t.Errorf("exited %s after SIGINT, want within 2 s", took)
-			}
-			if code != exitInterrupted {
-				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
-			}
-			if !strings.Contains(stderr, "idembench: interrupted: "+c.want) {
-				t.Errorf("stderr lacks %q:\n%s", c.want, stderr)
-			}
+			checkInterrupted(t, cmd, wait, c.want)
 			if c.file != "" {
 				out := c.args[len(c.args)-1]
 				b, err := os.ReadFile(filepath.Join(out, c.file))
@@ -576,16 +567,7 @@ func TestHTTPInterruptExits130(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"http", target, "--duration", "1h", "--clients", "2", "--seed", "5"}, c.args...)...)
-			code, stderr, took := signalCLI(t, cmd, 1500*time.Millisecond, syscall.SIGINT)
-			if took > 2*time.Second {
-				t.Errorf("exited %s after SIGINT, want within 2 s", took)
-			}
-			if code != exitInterrupted {
-				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
-			}
-			if !strings.Contains(stderr, "idembench: interrupted: "+c.want) {
-				t.Errorf("stderr lacks %q:\n%s", c.want, stderr)
-			}
+			checkInterrupted(t, cmd, 1500*time.Millisecond, c.want)
 			if c.out == "" {
 				return
 			}
@@ -675,5 +657,22 @@ func TestHTTPJSON(t *testing.T) {
 	}
 	if !strings.Contains(r.err, "verdict: ok") || !strings.Contains(r.err, "replay: "+invokedAs()+" http") {
 		t.Errorf("the text is not on stderr:\n%s", r.err)
+	}
+}
+
+// checkInterrupted sends cmd SIGINT once it has run for wait and checks that it
+// exits within 2 s, with exitInterrupted and "idembench: interrupted: "
+// and want on stderr.
+func checkInterrupted(t *testing.T, cmd *exec.Cmd, wait time.Duration, want string) {
+	t.Helper()
+	code, stderr, took := signalCLI(t, cmd, wait, syscall.SIGINT)
+	if took > 2*time.Second {
+		t.Errorf("exited %s after SIGINT, want within 2 s", took)
+	}
+	if code != exitInterrupted {
+		t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, stderr)
+	}
+	if !strings.Contains(stderr, "idembench: interrupted: "+want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
 }

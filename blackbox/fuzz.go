@@ -210,34 +210,8 @@ var fuzzVariants = []fuzzVariant{
 		}
 		return n.text(compactStyle), in.r.path, "", true
 	}},
-	{name: "excluded member changed", same: true, make: func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
-		if in.node == nil {
-			return nil, "", "", false
-		}
-		n := in.node.clone()
-		leaves, paths := n.leaves()
-		out := in.counted(paths, true)
-		if len(out) == 0 {
-			return nil, "", "", false
-		}
-		i := out[rng.IntN(len(out))]
-		leaves[i].change()
-		return n.text(compactStyle), in.r.path, paths[i], true
-	}},
-	{name: "field changed", make: func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
-		if in.node == nil {
-			return nil, "", "", false
-		}
-		n := in.node.clone()
-		leaves, paths := n.leaves()
-		counted := in.counted(paths, false)
-		if len(counted) == 0 {
-			return nil, "", "", false
-		}
-		i := counted[rng.IntN(len(counted))]
-		leaves[i].change()
-		return n.text(compactStyle), in.r.path, paths[i], true
-	}},
+	{name: "excluded member changed", same: true, make: leafChanged(true)},
+	{name: "field changed", make: leafChanged(false)},
 	{name: "type changed", make: func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
 		if in.node == nil {
 			return nil, "", "", false
@@ -270,6 +244,25 @@ var fuzzVariants = []fuzzVariant{
 		}
 		return in.r.body, in.r.path + sep + "idembench_fuzz=1", "idembench_fuzz=1", true
 	}},
+}
+
+// leafChanged is the variant that changes one leaf of the JSON body, drawn
+// from those the fingerprint leaves out (excluded) or counts (not).
+func leafChanged(excluded bool) func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
+	return func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
+		if in.node == nil {
+			return nil, "", "", false
+		}
+		n := in.node.clone()
+		leaves, paths := n.leaves()
+		some := in.counted(paths, excluded)
+		if len(some) == 0 {
+			return nil, "", "", false
+		}
+		i := some[rng.IntN(len(some))]
+		leaves[i].change()
+		return n.text(compactStyle), in.r.path, paths[i], true
+	}
 }
 
 // applies reports whether the target's rules let the fuzzer send v.

@@ -17,6 +17,7 @@ import (
 	"github.com/idembench/idembench/chaos"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/history"
+	"github.com/idembench/idembench/internal/testenv"
 	"github.com/idembench/idembench/reports"
 	"github.com/idembench/idembench/workload"
 )
@@ -113,16 +114,8 @@ func TestTargetLimits(t *testing.T) {
 	}
 
 	// A 50 MB file is refused by its size, before it is read.
-	huge := filepath.Join(t.TempDir(), "huge.yaml")
-	f, err := os.Create(huge)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(50 << 20); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	_, err = LoadTarget(huge)
+	huge := testenv.SparseFile(t, "huge.yaml", 50<<20)
+	_, err := LoadTarget(huge)
 	if checker.ExitCode(err) != checker.ExitUsage || !strings.Contains(err.Error(), "52428800 bytes, larger than the limit of 1048576 bytes") {
 		t.Errorf("50 MB target: %v, want a usage error naming the size and the limit", err)
 	}

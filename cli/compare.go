@@ -271,17 +271,7 @@ func (c *compareCmd) runAll(ctx context.Context, std stdio, text io.Writer, g *g
 // spec returns the harness spec of one configuration (without Out and
 // Progress) and its backend's URL.
 func (c *compareCmd) spec(sc *scenarios.Scenario, cfg compareConfig, seed int64) (harness.Spec, backendURL) {
-	u := resolveBackendURL(cfg.Backend, c.RedisURL, c.PostgresURL)
-	return harness.Spec{
-		Engine: cfg.Engine, Backend: harness.Backend(cfg.Backend), URL: u.url,
-		Scenario: sc, ScenarioName: c.Scenario, Sink: cfg.Sink, NoRecovery: !c.Recovery,
-		Overrides:    c.overrides(seed),
-		CheckTimeout: c.checkTimeout(),
-		Thresholds:   c.thresholds(sc),
-		Tool:         "idembench " + Version,
-		Program:      invokedAs(),
-		KeepData:     c.KeepData,
-	}, u
+	return c.workloadFlags.spec(c.thresholdFlags, cfg.Engine, cfg.Backend, cfg.Sink, c.Recovery, sc, seed)
 }
 
 // runOne runs one configuration of the comparison into its directory under

@@ -50,6 +50,23 @@ type workloadFlags struct {
 	KeepData     bool           `help:"Keep the run's keys and rows on Redis or PostgreSQL (by default a run deletes its own at the end; idembench clean removes older runs')."`
 }
 
+// spec is the harness spec of a run of sc with seed: eng on backend with
+// sink, its recovery hook installed or not, and th's thresholds (without
+// History, Out, Progress and Faults), and the backend's URL.
+func (w workloadFlags) spec(th thresholdFlags, eng harness.StoreFactory, backend, sink string, recovery bool, sc *scenarios.Scenario, seed int64) (harness.Spec, backendURL) {
+	u := resolveBackendURL(backend, w.RedisURL, w.PostgresURL)
+	return harness.Spec{
+		Engine: eng, Backend: harness.Backend(backend), URL: u.url,
+		Scenario: sc, ScenarioName: w.Scenario, Sink: sink, NoRecovery: !recovery,
+		Overrides:    w.overrides(seed),
+		CheckTimeout: w.checkTimeout(),
+		Thresholds:   th.thresholds(sc),
+		Tool:         "idembench " + Version,
+		Program:      invokedAs(),
+		KeepData:     w.KeepData,
+	}, u
+}
+
 // defaultCheckTimeout is the check budget when --check-timeout is left out.
 const defaultCheckTimeout = 30 * time.Second
 
@@ -241,18 +258,8 @@ func (c *runCmd) spec(reg *harness.Registry) (harness.Spec, backendURL, error) {
 	if err := c.faultFlags.validate(c.Backend); err != nil {
 		return sp, backendURL{}, err
 	}
-	u := resolveBackendURL(c.Backend, c.RedisURL, c.PostgresURL)
-	sp = harness.Spec{
-		Engine: eng, Backend: harness.Backend(c.Backend), URL: u.url,
-		Scenario: sc, ScenarioName: c.Scenario, Sink: c.Sink, NoRecovery: !c.Recovery,
-		Overrides:    c.overrides(seed),
-		CheckTimeout: c.checkTimeout(),
-		Thresholds:   c.thresholds(sc),
-		Tool:         "idembench " + Version,
-		Program:      invokedAs(),
-		KeepData:     c.KeepData,
-		History:      harness.HistoryMode(strings.TrimPrefix(c.History, "full")),
-	}
+	sp, u := c.workloadFlags.spec(c.thresholdFlags, eng, c.Backend, c.Sink, c.Recovery, sc, seed)
+	sp.History = harness.HistoryMode(strings.TrimPrefix(c.History, "full"))
 	if err := sp.Validate(); err != nil {
 		return sp, u, err
 	}

@@ -112,14 +112,7 @@ func CapacityMarkdownTable(curves []CapacityCurve, sloP99Ms float64) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", c.Label, num(c.ClosedLoopPerS), sus, req, rt, us, cost)
 	}
 	if len(prices)+len(cpu) > 0 || outcomes {
-		b.WriteString("\nCost of the closed-loop run, counted at the client (— : the store does not count it).")
-		if len(cpu) > 0 {
-			b.WriteString(" Server CPU: " + strings.Join(cpu, "; ") + ".")
-		}
-		if len(prices) > 0 {
-			b.WriteString(" Prices: " + strings.Join(prices, "; ") + ".")
-		}
-		b.WriteString("\n")
+		writeCostNote(&b, "Cost of the closed-loop run, counted at the client", prices, cpu)
 	}
 	if outcomes {
 		b.WriteString("\n| configuration | outcome | Do calls | requests/Do | round trips/Do |\n|---|---|---|---|---|\n")

@@ -219,16 +219,22 @@ func (c Comparison) Markdown() string {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 	}
 	if prices, cpu := c.costNotes(); len(prices)+len(cpu) > 0 {
-		b.WriteString("\nCost counted at the client (— : the store does not count it).")
-		if len(cpu) > 0 {
-			b.WriteString(" Server CPU: " + strings.Join(cpu, "; ") + ".")
-		}
-		if len(prices) > 0 {
-			b.WriteString(" Prices: " + strings.Join(prices, "; ") + ".")
-		}
-		b.WriteString("\n")
+		writeCostNote(&b, "Cost counted at the client", prices, cpu)
 	}
 	return b.String()
+}
+
+// writeCostNote writes the paragraph under a table with cost columns:
+// lead, what a dash means, then the server CPU and the prices, if any.
+func writeCostNote(b *strings.Builder, lead string, prices, cpu []string) {
+	b.WriteString("\n" + lead + " (— : the store does not count it).")
+	if len(cpu) > 0 {
+		b.WriteString(" Server CPU: " + strings.Join(cpu, "; ") + ".")
+	}
+	if len(prices) > 0 {
+		b.WriteString(" Prices: " + strings.Join(prices, "; ") + ".")
+	}
+	b.WriteString("\n")
 }
 
 // WriteComparison writes into dir (created if needed) compare.md (the

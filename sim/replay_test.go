@@ -1,11 +1,11 @@
 package sim_test
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/sim"
+	"github.com/idembench/idembench/sim/simtest"
 )
 
 // TestReplayIdentical runs every seed twice and compares the history.jsonl
@@ -23,16 +23,7 @@ func TestReplayIdentical(t *testing.T) {
 		if a.Report.Verdict != checker.VerdictOK {
 			t.Errorf("seed %d: verdict %s\n%s", seed, a.Report.Verdict, a.Summary(""))
 		}
-		if bytes.Equal(a.HistoryJSONL, b.HistoryJSONL) {
-			continue
-		}
-		la, lb := bytes.Split(a.HistoryJSONL, []byte("\n")), bytes.Split(b.HistoryJSONL, []byte("\n"))
-		for i := range min(len(la), len(lb)) {
-			if !bytes.Equal(la[i], lb[i]) {
-				t.Fatalf("seed %d: the histories differ at line %d (%d and %d lines):\n%s\n%s", seed, i+1, len(la), len(lb), la[i], lb[i])
-			}
-		}
-		t.Fatalf("seed %d: one history is a prefix of the other (%d and %d lines)", seed, len(la), len(lb))
+		simtest.SameHistory(t, seed, a.HistoryJSONL, b.HistoryJSONL)
 	}
 	t.Logf("%d seeds, each run twice: identical histories", n)
 }

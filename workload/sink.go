@@ -241,27 +241,36 @@ func (l *Ledger) shard(key string) *ledgerShard {
 
 // apply records e; with fence, e is rejected when a higher token was already
 // applied for its key. It reports whether e was applied.
-func (l *Ledger) apply(e Effect, fence bool) bool {
-	sh := l.shard(e.Key)
+func (l *Ledger) apply(e Effect, fence bool) (applied bool) {
+	l.withKey(e.Key, func(en *keyLedger) {
+		if fence && e.Token < en.highest {
+			en.rejected = append(en.rejected, e.Exec)
+			return
+		}
+		en.highest = max(en.highest, e.Token)
+		if en.n == 0 {
+			en.first = e
+		} else {
+			en.more = append(en.more, e)
+		}
+		en.n++
+		applied = true
+	})
+	return applied
+}
+
+// withKey runs f on the entry of key, made when the key is new, under its
+// shard's lock.
+func (l *Ledger) withKey(key string, f func(en *keyLedger)) {
+	sh := l.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	en := sh.keys[e.Key]
+	en := sh.keys[key]
 	if en == nil {
 		en = &keyLedger{}
-		sh.keys[e.Key] = en
+		sh.keys[key] = en
 	}
-	if fence && e.Token < en.highest {
-		en.rejected = append(en.rejected, e.Exec)
-		return false
-	}
-	en.highest = max(en.highest, e.Token)
-	if en.n == 0 {
-		en.first = e
-	} else {
-		en.more = append(en.more, e)
-	}
-	en.n++
-	return true
+	f(en)
 }
 
 // Record adds e to the ledger as applied or rejected, with no fencing of
@@ -271,34 +280,20 @@ func (l *Ledger) Record(e Effect, applied bool) {
 		l.apply(e, false)
 		return
 	}
-	sh := l.shard(e.Key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	en := sh.keys[e.Key]
-	if en == nil {
-		en = &keyLedger{}
-		sh.keys[e.Key] = en
-	}
-	en.rejected = append(en.rejected, e.Exec)
+	l.withKey(e.Key, func(en *keyLedger) { en.rejected = append(en.rejected, e.Exec) })
 }
 
 // fenceAndFirst raises key's highest token to token, so that a lower one is
 // rejected from now on, and returns the response of key's first applied
 // effect.
-func (l *Ledger) fenceAndFirst(key string, token idem.Token) (idem.Response, bool, error) {
-	sh := l.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	en := sh.keys[key]
-	if en == nil {
-		en = &keyLedger{}
-		sh.keys[key] = en
-	}
-	en.highest = max(en.highest, token)
-	if en.n == 0 {
-		return idem.Response{}, false, nil
-	}
-	return en.first.Response, true, nil
+func (l *Ledger) fenceAndFirst(key string, token idem.Token) (first idem.Response, ok bool, err error) {
+	l.withKey(key, func(en *keyLedger) {
+		en.highest = max(en.highest, token)
+		if en.n > 0 {
+			first, ok = en.first.Response, true
+		}
+	})
+	return first, ok, nil
 }
 
 // Lookup reports whether the effect of execution exec on key was applied;

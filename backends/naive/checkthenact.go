@@ -69,6 +69,45 @@ func (s *CheckThenAct) Acquire(ctx context.Context, key string, fp idem.Fingerpr
 	return s.claim(key, fp, leaseTTL, s.clock.Now(), prev), nil, nil
 }
 
+// takeOverInTwoSteps is the Acquire of the designs that take over an
+// expired lease in two steps: an absent key is claimed at once, and a key
+// held or finished is answered with its record, as a sound store does. On
+// an expired lease with the same fingerprint it calls read under the lock
+// with the token it replaces, lets go of the lock, waits out window, and
+// under the lock again lets write issue the lease without looking at the
+// record again. That gap is the flaw of the designs that use it.
+func (s *mapStore) takeOverInTwoSteps(ctx context.Context, key string, fp idem.Fingerprint, window time.Duration,
+	read func(now time.Time, prev idem.Token), write func(now time.Time, prev idem.Token) *idem.Lease) (*idem.Lease, *idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	now := s.clock.Now()
+	r, err := s.live(key, now)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, nil, err
+	}
+	ok, prev := mayTakeOver(r, fp, now)
+	switch {
+	case !ok:
+		rec := copyOf(r)
+		s.mu.Unlock()
+		return nil, rec, nil
+	case r == nil:
+		defer s.mu.Unlock()
+		return write(now, 0), nil, nil
+	}
+	read(now, prev)
+	s.mu.Unlock()
+
+	gap(window)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return write(s.clock.Now(), prev), nil, nil
+}
+
 // windowOf is the read-to-write gap opts asks for (see Options.Window).
 func windowOf(opts Options) time.Duration {
 	if opts.Window == 0 {

@@ -75,6 +75,16 @@ func (s *mapStore) live(key string, now time.Time) (*idem.Record, error) {
 	return r, nil
 }
 
+// found is live for a key that must have a record: none is ErrNotFound.
+// The lock must be held.
+func (s *mapStore) found(key string, now time.Time) (*idem.Record, error) {
+	r, err := s.live(key, now)
+	if err == nil && r == nil {
+		err = idem.ErrNotFound
+	}
+	return r, err
+}
+
 // copyOf returns a copy of r for a caller, who may keep or change it.
 func copyOf(r *idem.Record) *idem.Record {
 	c := *r
@@ -271,12 +281,9 @@ func (s *mapStore) Release(ctx context.Context, l *idem.Lease) error {
 // Get implements idem.Store.
 func (s *mapStore) Get(ctx context.Context, key string) (rec *idem.Record, err error) {
 	err = s.locked(ctx, func(now time.Time) error {
-		r, err := s.live(key, now)
-		switch {
-		case err != nil:
+		r, err := s.found(key, now)
+		if err != nil {
 			return err
-		case r == nil:
-			return idem.ErrNotFound
 		}
 		rec = copyOf(r)
 		return nil

@@ -43,34 +43,15 @@ func NewRacyTakeover(opts Options) *RacyTakeover {
 // next token, lets go of the lock, waits out the window and overwrites the
 // record without looking again. That is the flaw.
 func (s *RacyTakeover) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+	var l *idem.Lease
+	read := func(now time.Time, prev idem.Token) { l = s.newLease(key, fp, leaseTTL, now, prev) }
+	write := func(now time.Time, prev idem.Token) *idem.Lease {
+		if l == nil { // an absent key: claimed at once
+			return s.claim(key, fp, leaseTTL, now, prev)
+		}
+		l.Expiry = now.Add(leaseTTL)
+		s.hold(l)
+		return l
 	}
-	s.mu.Lock()
-	now := s.clock.Now()
-	r, err := s.live(key, now)
-	if err != nil {
-		s.mu.Unlock()
-		return nil, nil, err
-	}
-	ok, prev := mayTakeOver(r, fp, now)
-	switch {
-	case !ok:
-		rec := copyOf(r)
-		s.mu.Unlock()
-		return nil, rec, nil
-	case r == nil:
-		defer s.mu.Unlock()
-		return s.claim(key, fp, leaseTTL, now, 0), nil, nil
-	}
-	l := s.newLease(key, fp, leaseTTL, now, prev)
-	s.mu.Unlock()
-
-	gap(s.window)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l.Expiry = s.clock.Now().Add(leaseTTL)
-	s.hold(l)
-	return l, nil, nil
+	return s.takeOverInTwoSteps(ctx, key, fp, s.window, read, write)
 }

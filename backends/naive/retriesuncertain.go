@@ -53,12 +53,10 @@ func (s *RetriesUncertain) MarkUncertain(ctx context.Context, l *idem.Lease, res
 // Resolve implements idem.UncertainStore: it is fenced by token.
 func (s *RetriesUncertain) Resolve(ctx context.Context, key string, token idem.Token, applied *idem.Response, retention time.Duration) error {
 	return s.locked(ctx, func(now time.Time) error {
-		r, err := s.live(key, now)
+		r, err := s.found(key, now)
 		switch {
 		case err != nil:
 			return err
-		case r == nil:
-			return idem.ErrNotFound
 		case r.Status != idem.StatusUncertain || r.Token != token:
 			return idem.ErrNotUncertain
 		case applied == nil:

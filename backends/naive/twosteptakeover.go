@@ -41,31 +41,7 @@ func NewTwoStepTakeover(opts Options) *TwoStepTakeover {
 // record holds by then, reporting the token it read as the previous one.
 // That is the flaw.
 func (s *TwoStepTakeover) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	s.mu.Lock()
-	now := s.clock.Now()
-	r, err := s.live(key, now)
-	if err != nil {
-		s.mu.Unlock()
-		return nil, nil, err
-	}
-	ok, prev := mayTakeOver(r, fp, now)
-	switch {
-	case !ok:
-		rec := copyOf(r)
-		s.mu.Unlock()
-		return nil, rec, nil
-	case r == nil:
-		defer s.mu.Unlock()
-		return s.claim(key, fp, leaseTTL, now, 0), nil, nil
-	}
-	s.mu.Unlock()
-
-	gap(s.window)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.claim(key, fp, leaseTTL, s.clock.Now(), prev), nil, nil
+	read := func(time.Time, idem.Token) {}
+	write := func(now time.Time, prev idem.Token) *idem.Lease { return s.claim(key, fp, leaseTTL, now, prev) }
+	return s.takeOverInTwoSteps(ctx, key, fp, s.window, read, write)
 }

@@ -93,19 +93,33 @@ func medianCI(xs []float64) (lo, hi float64) {
 func callDo(ctx context.Context, e *idem.Engine, prefix string, seq *atomic.Int64, callers int, d time.Duration) (calls, secs float64, err error) {
 	fp := idem.FingerprintString("message")
 	fn := func(context.Context) (idem.Response, error) { return idem.Response{Status: 200}, nil }
+	return drive(callers, d, func() func() (int, error) {
+		return func() (int, error) {
+			_, err := e.Do(ctx, prefix+"-"+strconv.FormatInt(seq.Add(1), 36), fp, fn)
+			return 1, err
+		}
+	})
+}
+
+// drive runs workers goroutines, each calling its own step (from newStep)
+// until d has passed or a step of any of them failed, and returns how many
+// items the steps completed and the seconds taken, or the first error.
+func drive(workers int, d time.Duration, newStep func() func() (int, error)) (n, secs float64, err error) {
 	var done atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	start := time.Now()
 	stop := start.Add(d)
-	for range callers {
+	for range workers {
+		step := newStep()
 		wg.Go(func() {
 			for time.Now().Before(stop) && firstErr.Load() == nil {
-				if _, err := e.Do(ctx, prefix+"-"+strconv.FormatInt(seq.Add(1), 36), fp, fn); err != nil {
+				k, err := step()
+				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
-				done.Add(1)
+				done.Add(int64(k))
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,41 +86,26 @@ func MeasureBatch(ctx context.Context, st idem.Store, prefix string, consumers, 
 func consume(ctx context.Context, e *idem.Engine, prefix string, seq *atomic.Int64, consumers, batch int, batched bool, d time.Duration) (msgs, secs float64, err error) {
 	fp := idem.FingerprintString("message")
 	fn := func(context.Context) (idem.Response, error) { return idem.Response{Status: 200}, nil }
-	var done atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	start := time.Now()
-	stop := start.Add(d)
-	for range consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			items := make([]idem.BatchItem, batch)
-			for time.Now().Before(stop) && firstErr.Load() == nil {
-				if !batched {
-					if _, err := e.Do(ctx, fmt.Sprintf("%s-%d", prefix, seq.Add(1)), fp, fn); err != nil {
-						firstErr.Store(err)
-					}
-					done.Add(1)
-					continue
-				}
-				for i := range items {
-					items[i] = idem.BatchItem{Key: fmt.Sprintf("%s-%d", prefix, seq.Add(1)), Fingerprint: fp, Fn: fn}
-				}
-				for _, r := range e.DoBatch(ctx, items) {
-					if r.Err != nil {
-						firstErr.Store(r.Err)
-					}
-				}
-				done.Add(int64(batch))
+	return drive(consumers, d, func() func() (int, error) {
+		if !batched {
+			return func() (int, error) {
+				_, err := e.Do(ctx, fmt.Sprintf("%s-%d", prefix, seq.Add(1)), fp, fn)
+				return 1, err
 			}
-		}()
-	}
-	wg.Wait()
-	if err, _ := firstErr.Load().(error); err != nil {
-		return 0, 0, err
-	}
-	return float64(done.Load()), time.Since(start).Seconds(), nil
+		}
+		items := make([]idem.BatchItem, batch)
+		return func() (int, error) {
+			for i := range items {
+				items[i] = idem.BatchItem{Key: fmt.Sprintf("%s-%d", prefix, seq.Add(1)), Fingerprint: fp, Fn: fn}
+			}
+			for _, r := range e.DoBatch(ctx, items) {
+				if r.Err != nil {
+					return 0, r.Err
+				}
+			}
+			return batch, nil
+		}
+	})
 }
 
 func median(xs []float64) float64 {

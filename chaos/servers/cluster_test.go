@@ -54,8 +54,8 @@ func clusterTrial(t *testing.T, c clusterCase, key string) outcome {
 		assertGone(t, r.PID(), r.Port(), r.Dir(), r.Dir())
 	}
 	for _, p := range topo.proxies {
-		if ln, err := net.Listen("tcp", p.ln.Addr().String()); err != nil {
-			t.Errorf("lag proxy address %s still taken: %v", p.ln.Addr(), err)
+		if ln, err := net.Listen("tcp", p.Addr()); err != nil {
+			t.Errorf("lag proxy address %s still taken: %v", p.Addr(), err)
 		} else {
 			ln.Close()
 		}

@@ -32,7 +32,7 @@ func TestLagProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	client, err := net.Dial("tcp", loopback(p.port()))
+	client, err := net.Dial("tcp", loopback(p.Port()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,5 +79,5 @@ func TestLagProxy(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Errorf("Close = %v", err)
 	}
-	assertPortFree(t, p.port())
+	assertPortFree(t, p.Port())
 }

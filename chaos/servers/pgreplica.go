@@ -115,7 +115,7 @@ func (t *PostgresReplicated) start(ctx context.Context, opts PostgresReplicatedO
 			return err
 		}
 		t.mu.Lock()
-		t.proxy, port = p, p.port()
+		t.proxy, port = p, p.Port()
 		t.mu.Unlock()
 	}
 	standbyDir := filepath.Join(t.dir, "standby")

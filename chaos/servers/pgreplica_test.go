@@ -72,7 +72,7 @@ func pgTrial(t *testing.T, c pgCase, key string, check func(*pgstore.Store)) out
 	}
 	assertGone(t, standby.PID(), standby.Port(), dir, dir)
 	if topo.proxy != nil {
-		assertPortFree(t, topo.proxy.port())
+		assertPortFree(t, topo.proxy.Port())
 	}
 	return o
 }

@@ -117,7 +117,7 @@ func (s *RedisSentinel) start(ctx context.Context, opts RedisSentinelOptions) er
 			if stopped {
 				return errors.Join(ErrStopped, p.Close())
 			}
-			port = p.port()
+			port = p.Port()
 		}
 		args := append(cloneArgs(nodeArgs), "--replicaof", "127.0.0.1", strconv.Itoa(port))
 		if i < len(opts.ReplicaPriority) && opts.ReplicaPriority[i] != 0 {

@@ -72,7 +72,7 @@ func assertTopologyGone(t *testing.T, topo *RedisSentinel) {
 		assertGone(t, r.PID(), r.Port(), r.Dir(), r.Dir())
 	}
 	for _, p := range topo.proxies {
-		assertPortFree(t, p.port())
+		assertPortFree(t, p.Port())
 	}
 }
 

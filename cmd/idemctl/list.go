@@ -38,16 +38,24 @@ func list(ctx context.Context, e *env, args []string) (int, error) {
 	if err != nil {
 		return storeErr(err)
 	}
+	printRecords(e, recs, "stuck keys", func(r *idem.Record, now time.Time) string {
+		return fmt.Sprintf("token %d\tlease expired %s ago", r.Token, now.Sub(r.LeaseExpiry).Round(time.Millisecond))
+	})
+	return exitOK, nil
+}
+
+// printRecords prints recs, what they are in the count line above them,
+// and each one's name and detail (as of now) a line.
+func printRecords(e *env, recs []*idem.Record, what string, detail func(r *idem.Record, now time.Time) string) {
 	now := time.Now()
 	out := make([]recordJSON, 0, len(recs))
-	lines := []string{fmt.Sprintf("%d stuck keys", len(recs))}
+	lines := []string{fmt.Sprintf("%d %s", len(recs), what)}
 	for _, r := range recs {
 		name := nameOf(r.Key)
 		out = append(out, toJSON(name, r, now))
-		lines = append(lines, fmt.Sprintf("%s\ttoken %d\tlease expired %s ago", name.column(), r.Token, now.Sub(r.LeaseExpiry).Round(time.Millisecond)))
+		lines = append(lines, name.column()+"\t"+detail(r, now))
 	}
 	e.out.print(out, lines...)
-	return exitOK, nil
 }
 
 // listStuck lists the stuck keys, of --scope only when it is set.
@@ -88,15 +96,9 @@ func listUncertain(ctx context.Context, e *env, limit int) (int, error) {
 	if err != nil {
 		return storeErr(err)
 	}
-	now := time.Now()
-	out := make([]recordJSON, 0, len(recs))
-	lines := []string{fmt.Sprintf("%d uncertain keys", len(recs))}
-	for _, r := range recs {
-		name := nameOf(r.Key)
-		out = append(out, toJSON(name, r, now))
-		lines = append(lines, fmt.Sprintf("%s	token %d	kept until %s", name.column(), r.Token, r.ExpiresAt.UTC().Format(time.RFC3339)))
-	}
-	e.out.print(out, lines...)
+	printRecords(e, recs, "uncertain keys", func(r *idem.Record, _ time.Time) string {
+		return fmt.Sprintf("token %d\tkept until %s", r.Token, r.ExpiresAt.UTC().Format(time.RFC3339))
+	})
 	return exitOK, nil
 }
 

@@ -274,18 +274,6 @@ func checkMergedLatency(t *testing.T, out *harness.Outcome) {
 	}
 }
 
-// hostFaults counts the fault windows the hosts sent: the crashes and
-// pauses they injected in their engines.
-func hostFaults(out *harness.Outcome) int {
-	n := 0
-	for _, op := range out.History.Ops {
-		if op.Kind == history.KindFault && op.Worker >= 0 {
-			n++
-		}
-	}
-	return n
-}
-
 func logBounds(t *testing.T, out *harness.Outcome) {
 	t.Helper()
 	s := ""
@@ -347,7 +335,7 @@ func TestNamespaceHosts(t *testing.T) {
 				// How many of the hosts' crashes and pauses fired depends
 				// on how far the traffic got (a loaded machine); the
 				// known-bad runs below must have them.
-				t.Logf("seed %d: %d fault windows from the hosts", seed, hostFaults(out))
+				t.Logf("seed %d: %d fault windows from the hosts", seed, faultWindows(out))
 				logBounds(t, out)
 			}
 		})
@@ -372,7 +360,7 @@ func TestNamespaceHosts(t *testing.T) {
 				t.Fatalf("verdict %s, want the violation a local run finds", out.Report.Verdict)
 			}
 			checkBounds(t, out, nsSkews)
-			if hostFaults(out) == 0 {
+			if faultWindows(out) == 0 {
 				t.Error("no crash or pause window from any host")
 			}
 			v := out.Report.Violations[0]

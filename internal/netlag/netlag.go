@@ -11,9 +11,16 @@
 // microseconds; elsewhere it uses Go timers. Either way, callers that
 // quote a figure measure the added round trip as it is (AddedRTT) and
 // print it next to the nominal one.
+//
+// With Options.DropOnServerDeath the proxy is a lagged replication link
+// (chaos/servers puts one between a primary and its replicas): when the
+// server's side of a connection ends, what is still held towards the client
+// is dropped and the client's connection reset, as a crashed host's unsent
+// buffers are lost.
 package netlag
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,6 +36,7 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 	rtt    time.Duration
+	drop   bool
 
 	roundTrips, conns atomic.Int64
 
@@ -43,14 +51,35 @@ type Proxy struct {
 // forwards at once (the proxy then only counts); a negative one is an
 // error.
 func Start(target string, rtt time.Duration) (*Proxy, error) {
+	return StartWith(target, rtt, Options{})
+}
+
+// Options are StartWith's less common settings.
+type Options struct {
+	// Listen is the address to listen on; "" is a free loopback port.
+	Listen string
+	// DropOnServerDeath: when the server's side of a connection ends, the
+	// bytes still held towards the client are dropped and the client's
+	// connection is reset, as a crashed host's unsent buffers are lost. A
+	// replica behind the proxy then never receives what its primary wrote
+	// in the last RTT/2 before it died.
+	DropOnServerDeath bool
+}
+
+// StartWith is Start with opts.
+func StartWith(target string, rtt time.Duration, opts Options) (*Proxy, error) {
 	if rtt < 0 {
 		return nil, fmt.Errorf("netlag: negative round-trip time %s", rtt)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := opts.Listen
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("netlag: %w", err)
 	}
-	p := &Proxy{ln: ln, target: target, rtt: rtt, open: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, rtt: rtt, drop: opts.DropOnServerDeath, open: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -135,7 +164,7 @@ func (p *Proxy) serve(down net.Conn) {
 	var turn atomic.Int32
 	var links sync.WaitGroup
 	links.Go(func() {
-		p.link(up, down, func() {
+		p.link(up, down, nil, func() {
 			if turn.Swap(1) != 1 {
 				p.roundTrips.Add(1)
 			}
@@ -143,7 +172,14 @@ func (p *Proxy) serve(down net.Conn) {
 		_ = up.Close()
 	})
 	links.Go(func() {
-		p.link(down, up, func() { turn.Store(2) })
+		var upDead chan struct{}
+		if p.drop {
+			upDead = make(chan struct{})
+		}
+		p.link(down, up, upDead, func() { turn.Store(2) })
+		if tc, ok := down.(*net.TCPConn); ok && p.drop {
+			_ = tc.SetLinger(0) // the client sees a reset, not an orderly end
+		}
 		_ = down.Close()
 	})
 	links.Wait()
@@ -156,8 +192,10 @@ type chunk struct {
 }
 
 // link copies src to dst, each chunk RTT/2 after it was read; read is
-// called as each chunk arrives.
-func (p *Proxy) link(dst, src net.Conn, read func()) {
+// called as each chunk arrives. With srcDead non-nil, the end of src (the
+// server's death) is announced by closing it, and drops the chunks still
+// held instead of delivering them.
+func (p *Proxy) link(dst, src net.Conn, srcDead chan struct{}, read func()) {
 	if p.rtt == 0 {
 		_, _ = io.Copy(dst, readNotify{src, read})
 		return
@@ -175,6 +213,9 @@ func (p *Proxy) link(dst, src net.Conn, read func()) {
 				held <- chunk{b: slices.Clone(buf[:n]), due: time.Now().Add(lag)}
 			}
 			if err != nil {
+				if srcDead != nil {
+					close(srcDead)
+				}
 				return
 			}
 		}
@@ -189,12 +230,51 @@ func (p *Proxy) link(dst, src net.Conn, read func()) {
 	defer sl.close()
 	for c := range held {
 		if d := time.Until(c.due); d > 0 {
-			sl.sleep(d)
+			if srcDead == nil {
+				sl.sleep(d)
+			} else if !sl.sleepUnless(d, srcDead) {
+				return
+			}
+		}
+		if srcDead != nil {
+			select {
+			case <-srcDead:
+				return
+			default:
+			}
 		}
 		if _, err := dst.Write(c.b); err != nil {
-			_ = src.Close()
+			if !errors.Is(err, net.ErrClosed) {
+				_ = src.Close()
+			}
 			return
 		}
+	}
+}
+
+// goTimer waits on one reusable Go timer.
+type goTimer struct{ timer *time.Timer }
+
+// sleepUnless waits d, or less if stop is closed first (a nil stop never
+// is); it reports whether it waited all of d.
+func (g *goTimer) sleepUnless(d time.Duration, stop <-chan struct{}) bool {
+	if g.timer == nil {
+		g.timer = time.NewTimer(d)
+	} else {
+		g.timer.Reset(d)
+	}
+	select {
+	case <-g.timer.C:
+		return true
+	case <-stop:
+		g.timer.Stop()
+		return false
+	}
+}
+
+func (g *goTimer) stop() {
+	if g.timer != nil {
+		g.timer.Stop()
 	}
 }
 

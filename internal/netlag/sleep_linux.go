@@ -12,8 +12,8 @@ import (
 // the wait is accurate to some microseconds even in an idle process, where
 // a Go timer under 1 ms can take a whole millisecond.
 type sleeper struct {
-	f     *os.File
-	timer *time.Timer
+	f *os.File
+	goTimer
 }
 
 func newSleeper() *sleeper {
@@ -36,19 +36,12 @@ func (s *sleeper) sleep(d time.Duration) {
 			}
 		}
 	}
-	if s.timer == nil {
-		s.timer = time.NewTimer(d)
-	} else {
-		s.timer.Reset(d)
-	}
-	<-s.timer.C
+	s.sleepUnless(d, nil)
 }
 
 func (s *sleeper) close() {
 	if s.f != nil {
 		_ = s.f.Close()
 	}
-	if s.timer != nil {
-		s.timer.Stop()
-	}
+	s.stop()
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -173,4 +174,21 @@ func fromEnv(t testing.TB, env string) string {
 	}
 	t.Skipf("skipping: %s is not set (set it to run this test)", env)
 	return ""
+}
+
+// SparseFile returns the path of a new file of size bytes (a hole, so it
+// costs no disk) in t's temporary directory: input that a size limit must
+// refuse before reading it.
+func SparseFile(t testing.TB, name string, size int64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,7 +1,6 @@
 package simredis_test
 
 import (
-	"bytes"
 	"flag"
 	"testing"
 	"time"
@@ -112,15 +111,7 @@ func TestRedisReplayIdentical(t *testing.T) {
 		if a.Faults == 0 {
 			t.Errorf("seed %d: no fault injected", seed)
 		}
-		if !bytes.Equal(a.HistoryJSONL, b.HistoryJSONL) {
-			la, lb := bytes.Split(a.HistoryJSONL, []byte("\n")), bytes.Split(b.HistoryJSONL, []byte("\n"))
-			for i := range min(len(la), len(lb)) {
-				if !bytes.Equal(la[i], lb[i]) {
-					t.Fatalf("seed %d: the histories differ at line %d (%d and %d lines):\n%s\n%s", seed, i+1, len(la), len(lb), la[i], lb[i])
-				}
-			}
-			t.Fatalf("seed %d: one history is a prefix of the other (%d and %d lines)", seed, len(la), len(lb))
-		}
+		simtest.SameHistory(t, seed, a.HistoryJSONL, b.HistoryJSONL)
 	}
 	t.Logf("%d seeds on miniredis, each run twice: identical histories", n)
 }

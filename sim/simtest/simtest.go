@@ -16,6 +16,7 @@
 package simtest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,6 +85,24 @@ func Run(t *testing.T, open sim.Opener, opts ...Option) {
 			t.Error("\n" + msg)
 		})
 	}
+}
+
+// SameHistory fails t when a and b, the history.jsonl of two runs of
+// seed, differ, naming the first line that does (or that one is a prefix
+// of the other). A store is fit for the simulation when every seed run
+// twice writes the same history.
+func SameHistory(t testing.TB, seed int64, a, b []byte) {
+	t.Helper()
+	if bytes.Equal(a, b) {
+		return
+	}
+	la, lb := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
+	for i := range min(len(la), len(lb)) {
+		if !bytes.Equal(la[i], lb[i]) {
+			t.Fatalf("seed %d: the histories differ at line %d (%d and %d lines):\n%s\n%s", seed, i+1, len(la), len(lb), la[i], lb[i])
+		}
+	}
+	t.Fatalf("seed %d: one history is a prefix of the other (%d and %d lines)", seed, len(la), len(lb))
 }
 
 // ReplayCommand is the go test command that runs the (sub)test named name

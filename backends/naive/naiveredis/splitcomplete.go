@@ -42,6 +42,13 @@ import (
 // the fenced Fail, Release and MarkUncertain included, is the production
 // script: one atomic round trip.
 type SplitComplete struct {
+	split
+}
+
+// split is what a split design keeps beside the production store it
+// wraps: the client and key prefix of its own round trips, and the ids
+// (idBase and a sequence) its own writes record.
+type split struct {
 	*redisstore.Store
 	client redis.UniversalClient
 	prefix string
@@ -49,20 +56,33 @@ type SplitComplete struct {
 	seq    atomic.Uint64
 }
 
-// NewSplitComplete returns a SplitComplete store on client; opts are the
-// production store's.
-func NewSplitComplete(client redis.UniversalClient, opts redisstore.Options) (*SplitComplete, error) {
+// init makes s the production store on client with opts.
+func (s *split) init(client redis.UniversalClient, opts redisstore.Options) error {
 	st, err := redisstore.New(client, opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = redisstore.DefaultPrefix
+	s.Store, s.client, s.prefix = st, client, opts.Prefix
+	if s.prefix == "" {
+		s.prefix = redisstore.DefaultPrefix
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &SplitComplete{Store: st, client: client, prefix: prefix, idBase: "split." + hex.EncodeToString(b[:]) + "."}, nil
+	s.idBase = "split." + hex.EncodeToString(b[:]) + "."
+	return nil
+}
+
+// nextID returns a fresh id for one of the design's own writes.
+func (s *split) nextID() string { return s.idBase + strconv.FormatUint(s.seq.Add(1), 36) }
+
+// NewSplitComplete returns a SplitComplete store on client; opts are the
+// production store's.
+func NewSplitComplete(client redis.UniversalClient, opts redisstore.Options) (*SplitComplete, error) {
+	s := &SplitComplete{}
+	if err := s.init(client, opts); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // recordKey is the production store's name of key's record hash:
@@ -94,7 +114,7 @@ func (s *SplitComplete) Complete(ctx context.Context, l *idem.Lease, resp idem.R
 	// Second round trip: the write, by key alone.
 	_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, rec, "status", "completed", "response", string(idem.EncodeResponse(&resp)),
-			"done_id", s.idBase+strconv.FormatUint(s.seq.Add(1), 36))
+			"done_id", s.nextID())
 		p.PExpire(ctx, rec, retention)
 		return nil
 	})

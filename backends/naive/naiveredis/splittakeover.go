@@ -2,11 +2,8 @@ package naiveredis
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/idembench/idembench/backends/redisstore"
@@ -28,33 +25,23 @@ import (
 // connection: in the simulation the race is reached by the seed's order
 // of the round trips of calls at one instant alone, no fault needed.
 type SplitTakeover struct {
-	*redisstore.Store
-	client  redis.UniversalClient
-	prefix  string
+	split
 	graceMS int64
-	idBase  string
-	seq     atomic.Uint64
 }
 
 // NewSplitTakeover returns a SplitTakeover store on client; opts are the
 // production store's.
 func NewSplitTakeover(client redis.UniversalClient, opts redisstore.Options) (*SplitTakeover, error) {
-	st, err := redisstore.New(client, opts)
-	if err != nil {
+	s := &SplitTakeover{}
+	if err := s.init(client, opts); err != nil {
 		return nil, err
-	}
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = redisstore.DefaultPrefix
 	}
 	grace := opts.TakeoverGrace
 	if grace == 0 {
 		grace = redisstore.DefaultTakeoverGrace
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return &SplitTakeover{Store: st, client: client, prefix: prefix, graceMS: grace.Milliseconds(),
-		idBase: "split." + hex.EncodeToString(b[:]) + "."}, nil
+	s.graceMS = grace.Milliseconds()
+	return s, nil
 }
 
 // takeoverScript writes a new in-progress lease over KEYS[1] with a token
@@ -103,7 +90,7 @@ func (s *SplitTakeover) Acquire(ctx context.Context, key string, fp idem.Fingerp
 	}
 	// The lease read was expired: take it over, without looking again.
 	res, err := takeoverScript.Run(ctx, s.client, []string{rec, rec + ":splitfence"},
-		fp.String(), leaseTTL.Milliseconds(), s.graceMS, prev, s.idBase+strconv.FormatUint(s.seq.Add(1), 36), policy).Slice()
+		fp.String(), leaseTTL.Milliseconds(), s.graceMS, prev, s.nextID(), policy).Slice()
 	if err != nil {
 		return nil, nil, idem.MarkAmbiguous(idem.BackendError("acquire", err))
 	}

@@ -20,7 +20,10 @@ type CoalesceOptions struct {
 	// default is the store's PoolSize (PoolSizer): a call is then batched
 	// only when every connection is taken and it would otherwise have
 	// waited for one. A store that does not state a pool size is not
-	// coalesced unless MaxInFlight is set.
+	// coalesced unless MaxInFlight is set. A server bound by its CPU
+	// rather than by round trips (PostgreSQL on a few cores) does more with
+	// fewer calls under way and larger batches: about four per server core
+	// (docs/performance.md).
 	MaxInFlight int
 	// MaxBatch caps the calls of one batch (default 128).
 	MaxBatch int

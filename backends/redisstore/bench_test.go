@@ -45,7 +45,7 @@ const (
 //
 //	IDEM_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench BenchmarkRedis ./backends/redisstore/
 //	IDEM_BENCH_RTT=500us go test -run '^$' -bench BenchmarkRedis ./backends/redisstore/
-func BenchmarkRedis(b *testing.B) { benchRedis(b, 128) } // every caller gets a connection
+func BenchmarkRedis(b *testing.B) { benchRedis(b, 128, idem.WithoutCoalescing()) } // every caller gets a connection
 
 // BenchmarkRedisCoalesced is BenchmarkRedis with idem.WithCoalescing, on
 // a client with go-redis's default pool (10 connections per CPU) for both

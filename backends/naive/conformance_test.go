@@ -188,6 +188,23 @@ func TestDesignsFailConformance(t *testing.T) {
 		t.Run(tc.design, func(t *testing.T) {
 			t.Parallel()
 			res := runChild(t, tc.design)
+			// A race case catches its design only when the racers meet
+			// inside the design's window (1 ms); on a loaded machine the
+			// scheduler can keep them apart for a whole run. Such a miss
+			// is run again, up to twice, and a case counts as failed when
+			// any run failed it.
+			for attempt := 2; attempt <= 3 && len(missing(tc.wantFailed, res.failed)) > 0; attempt++ {
+				t.Logf("run %d: %v did not fail against %s; running the suite again", attempt-1, missing(tc.wantFailed, res.failed), tc.design)
+				again := runChild(t, tc.design)
+				if again.exitCode != 0 {
+					res.exitCode = again.exitCode
+				}
+				for _, c := range again.failed {
+					if !slices.Contains(res.failed, c) {
+						res.failed = append(res.failed, c)
+					}
+				}
+			}
 			if tc.blind != "" {
 				if res.exitCode != 0 {
 					t.Fatalf("storetest failed against %s, whose flaw it cannot see (%s): the design is broken beyond its flaw\n%s", tc.design, tc.blind, res.output)
@@ -262,4 +279,15 @@ func TestReferencePassesConformance(t *testing.T) {
 			}
 		},
 	})
+}
+
+// missing returns the cases of want that are not in failed.
+func missing(want, failed []string) []string {
+	var out []string
+	for _, c := range want {
+		if !slices.Contains(failed, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -87,8 +87,8 @@ func (s *Store) update(ctx context.Context, op string, l *idem.Lease, now time.T
 // l.Token, expired or not, and idem.ErrCorruptRecord when it does not
 // decode.
 func (s *Store) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Duration) error {
-	if leaseTTL <= 0 {
-		return fmt.Errorf("dynamostore: heartbeat %q: lease TTL %v is not positive", l.Key, leaseTTL)
+	if err := idem.ValidateLeaseTTL(leaseTTL); err != nil {
+		return fmt.Errorf("dynamostore: heartbeat %q: %w", l.Key, err)
 	}
 	now := s.clock.Now()
 	lx := now.Add(leaseTTL)

@@ -127,8 +127,8 @@ func (s *Store) claim(ctx context.Context, key string, fp idem.Fingerprint, poli
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	})
-	s.usage.puts.Add(1)
-	if ccf := conditionFailed(err); ccf != nil {
+	ccf, err := s.settleWrite("acquire", &s.usage.puts, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })
+	if ccf != nil {
 		s.usage.refusedWrite(itemSize(item), itemSize(ccf.Item))
 		won := ccf.Item
 		if won == nil {

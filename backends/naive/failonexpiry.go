@@ -33,9 +33,7 @@ type FailOnExpiry struct {
 
 // NewFailOnExpiry returns a FailOnExpiry store.
 func NewFailOnExpiry(opts Options) *FailOnExpiry {
-	s := &FailOnExpiry{}
-	s.init(opts)
-	return s
+	return newDesign[FailOnExpiry](opts)
 }
 
 // Acquire claims an absent key at once; a key in progress under an expired

@@ -43,6 +43,7 @@ type mapStore struct {
 	tokens  idem.Token              // last token issued, for every key
 	clock   idem.Clock
 	grace   time.Duration // < 0: in-progress records are kept forever
+	window  time.Duration // the read-to-write gap of the designs that take two steps (see Options.Window)
 }
 
 // init makes s an empty store configured by opts.
@@ -56,6 +57,18 @@ func (s *mapStore) init(opts Options) {
 	if s.grace == 0 {
 		s.grace = 24 * time.Hour
 	}
+	s.window = windowOf(opts)
+}
+
+// newDesign returns a new design T, which embeds mapStore, empty and
+// configured by opts.
+func newDesign[T any, P interface {
+	*T
+	init(Options)
+}](opts Options) P {
+	s := P(new(T))
+	s.init(opts)
+	return s
 }
 
 // live returns the stored record of key, validated, or nil if there is none

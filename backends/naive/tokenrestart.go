@@ -29,9 +29,7 @@ type TokenRestart struct {
 
 // NewTokenRestart returns a TokenRestart store.
 func NewTokenRestart(opts Options) *TokenRestart {
-	s := &TokenRestart{}
-	s.init(opts)
-	return s
+	return newDesign[TokenRestart](opts)
 }
 
 // Acquire claims key atomically. The token is the previous record's token

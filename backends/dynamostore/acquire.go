@@ -40,14 +40,8 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 // ""), a take-over keeps the item's. A policy that breaks
 // idem.ValidatePolicy is refused before DynamoDB is asked.
 func (s *Store) AcquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	if err := idem.ValidateKey(key); err != nil {
+	if err := idem.ValidateAcquire(key, policy, leaseTTL); err != nil {
 		return nil, nil, fmt.Errorf("dynamostore: acquire: %w", err)
-	}
-	if err := idem.ValidatePolicy(policy); err != nil {
-		return nil, nil, fmt.Errorf("dynamostore: acquire: %w", err)
-	}
-	if leaseTTL <= 0 {
-		return nil, nil, fmt.Errorf("dynamostore: acquire %q: lease TTL %v is not positive", key, leaseTTL)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, backendError("acquire", err, false)
@@ -133,8 +127,8 @@ func (s *Store) claim(ctx context.Context, key string, fp idem.Fingerprint, poli
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	})
-	s.usage.puts.Add(1)
-	if ccf := conditionFailed(err); ccf != nil {
+	ccf, err := s.settleWrite("acquire", &s.usage.puts, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })
+	if ccf != nil {
 		s.usage.refusedWrite(itemSize(item), itemSize(ccf.Item))
 		won := ccf.Item
 		if won == nil {
@@ -148,9 +142,8 @@ func (s *Store) claim(ctx context.Context, key string, fp idem.Fingerprint, poli
 		return nil, won, nil
 	}
 	if err != nil {
-		return nil, nil, backendError("acquire", err, true)
+		return nil, nil, err
 	}
-	s.usage.consumed(out.ConsumedCapacity)
 	return lease, nil, nil
 }
 

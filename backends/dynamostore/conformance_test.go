@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			t.Helper()
 			setAttr(t, st.(*Store), key, attrResp, binAV([]byte{0xde, 0xad, 0xbe, 0xef}))
 		},
-		Plant:     plantConfig,
+		Plant:     storetest.PlantWith(plantItem),
 		PlantRuns: 40,
 	})
 }

@@ -70,15 +70,11 @@ func (s *Store) update(ctx context.Context, op string, l *idem.Lease, now time.T
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	})
-	s.usage.updates.Add(1)
-	if ccf := conditionFailed(err); ccf != nil {
+	ccf, err := s.settleWrite(op, &s.usage.updates, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })
+	if ccf != nil {
 		return s.refused(ctx, op, l, ccf.Item, newSize, done)
 	}
-	if err != nil {
-		return backendError(op, err, true)
-	}
-	s.usage.consumed(out.ConsumedCapacity)
-	return nil
+	return err
 }
 
 // Heartbeat extends l to now+leaseTTL (and the record's ex to the lease
@@ -87,8 +83,8 @@ func (s *Store) update(ctx context.Context, op string, l *idem.Lease, now time.T
 // l.Token, expired or not, and idem.ErrCorruptRecord when it does not
 // decode.
 func (s *Store) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Duration) error {
-	if leaseTTL <= 0 {
-		return fmt.Errorf("dynamostore: heartbeat %q: lease TTL %v is not positive", l.Key, leaseTTL)
+	if err := idem.ValidateLeaseTTL(leaseTTL); err != nil {
+		return fmt.Errorf("dynamostore: heartbeat %q: %w", l.Key, err)
 	}
 	now := s.clock.Now()
 	lx := now.Add(leaseTTL)
@@ -159,15 +155,11 @@ func (s *Store) Release(ctx context.Context, l *idem.Lease) error {
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	})
-	s.usage.deletes.Add(1)
-	if ccf := conditionFailed(err); ccf != nil {
+	ccf, err := s.settleWrite("release", &s.usage.deletes, err, func() *types.ConsumedCapacity { return out.ConsumedCapacity })
+	if ccf != nil {
 		return s.refused(ctx, "release", l, ccf.Item, 0, nil)
 	}
-	if err != nil {
-		return backendError("release", err, true)
-	}
-	s.usage.consumed(out.ConsumedCapacity)
-	return nil
+	return err
 }
 
 // Get returns the record of key. A key with no item, or past its ex

@@ -3,7 +3,6 @@ package dynamostore
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,10 +16,6 @@ import (
 	"github.com/idembench/idembench/backends/storetest"
 	"github.com/idembench/idembench/idem"
 )
-
-// chooser draws one of n choices; label names the choice, so that a
-// property-based library can report and shrink it.
-type chooser func(label string, n int) int
 
 // plantValue is one value a planted change may give an attribute: nil
 // removes it. cur is the item as stored before the change.
@@ -88,7 +83,7 @@ var plantAttrs = []struct {
 // plantItem changes key's item at random with pick: one to three
 // attributes set to (or removed as) a value of plantAttrs, one after the
 // other. It returns what it did.
-func plantItem(ctx context.Context, s *Store, key string, pick chooser) (string, error) {
+func plantItem(ctx context.Context, s *Store, key string, pick storetest.Chooser) (string, error) {
 	var did []string
 	for range 1 + pick("changes", 3) {
 		a := plantAttrs[pick("attribute", len(plantAttrs))]
@@ -157,15 +152,6 @@ func TestPlantedRecords(t *testing.T) {
 			func(t storetest.TB) uint64 { return counterValue(t, s, key) })
 	})
 	t.Logf("%d planted records", run)
-}
-
-// plantConfig is Config.Plant for conformance runs.
-func plantConfig(t *testing.T, st idem.Store, key string, r *rand.Rand) string {
-	desc, err := plantItem(context.Background(), st.(*Store), key, func(_ string, n int) int { return r.IntN(n) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return desc
 }
 
 func fpBytes(s string) []byte { f := fp(s); return f[:] }

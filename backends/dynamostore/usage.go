@@ -52,6 +52,23 @@ func (s *Store) Usage() Usage {
 	}
 }
 
+// settleWrite counts a conditional write of a record in n and sorts out
+// its answer err: the refusal when the condition failed (the caller counts
+// what it is billed); a backend error for op, ambiguous since the write may
+// have been applied; or, on success, nil after adding the units the write
+// consumed (consumed is called only then).
+func (s *Store) settleWrite(op string, n *atomic.Int64, err error, consumed func() *types.ConsumedCapacity) (*types.ConditionalCheckFailedException, error) {
+	n.Add(1)
+	if ccf := conditionFailed(err); ccf != nil {
+		return ccf, nil
+	}
+	if err != nil {
+		return nil, backendError(op, err, true)
+	}
+	s.usage.consumed(consumed())
+	return nil, nil
+}
+
 // consumed adds the units a response reported.
 func (u *usage) consumed(c *types.ConsumedCapacity) {
 	if c == nil {

@@ -11,13 +11,10 @@ import (
 // AcquireBatch implements idem.BatchStore: the keys of one shard are claimed
 // in one critical section, shard after shard; per key it is Acquire.
 func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, leaseTTL time.Duration) []idem.AcquireResult {
-	out := make([]idem.AcquireResult, len(reqs))
 	if err := ctx.Err(); err != nil {
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
+		return idem.AcquireBatchFailed(len(reqs), err)
 	}
+	out := make([]idem.AcquireResult, len(reqs))
 	s.byShard(len(reqs), func(i int) string { return reqs[i].Key }, func(sh *shard, idx []int, now time.Time) {
 		for _, i := range idx {
 			r := &out[i]
@@ -30,13 +27,10 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 // FinishBatch implements idem.BatchStore: the writes of one shard are made
 // in one critical section; per write it is Complete, Fail or Release.
 func (s *Store) FinishBatch(ctx context.Context, fs []idem.Finish, retention time.Duration) []error {
-	out := make([]error, len(fs))
 	if err := ctx.Err(); err != nil {
-		for i := range out {
-			out[i] = err
-		}
-		return out
+		return idem.FinishBatchFailed(len(fs), err)
 	}
+	out := make([]error, len(fs))
 	s.byShard(len(fs), func(i int) string { return fs[i].Lease.Key }, func(sh *shard, idx []int, now time.Time) {
 		for _, i := range idx {
 			f := fs[i]

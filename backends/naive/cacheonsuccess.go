@@ -24,9 +24,7 @@ type CacheOnSuccess struct {
 
 // NewCacheOnSuccess returns a CacheOnSuccess store.
 func NewCacheOnSuccess(opts Options) *CacheOnSuccess {
-	s := &CacheOnSuccess{}
-	s.init(opts)
-	return s
+	return newDesign[CacheOnSuccess](opts)
 }
 
 // Acquire returns the finished record of key if there is one, else a new

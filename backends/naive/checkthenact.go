@@ -26,15 +26,12 @@ const DefaultWindow = time.Millisecond
 // only the transition as a whole is not atomic.
 type CheckThenAct struct {
 	mapStore
-	window time.Duration
 }
 
 // NewCheckThenAct returns a CheckThenAct store. Options.Window sets the gap
 // between the read and the write (see Options).
 func NewCheckThenAct(opts Options) *CheckThenAct {
-	s := &CheckThenAct{window: windowOf(opts)}
-	s.init(opts)
-	return s
+	return newDesign[CheckThenAct](opts)
 }
 
 // Acquire reads the key under the lock, lets go of the lock, waits out the
@@ -73,10 +70,10 @@ func (s *CheckThenAct) Acquire(ctx context.Context, key string, fp idem.Fingerpr
 // expired lease in two steps: an absent key is claimed at once, and a key
 // held or finished is answered with its record, as a sound store does. On
 // an expired lease with the same fingerprint it calls read under the lock
-// with the token it replaces, lets go of the lock, waits out window, and
+// with the token it replaces, lets go of the lock, waits out s.window, and
 // under the lock again lets write issue the lease without looking at the
 // record again. That gap is the flaw of the designs that use it.
-func (s *mapStore) takeOverInTwoSteps(ctx context.Context, key string, fp idem.Fingerprint, window time.Duration,
+func (s *mapStore) takeOverInTwoSteps(ctx context.Context, key string, fp idem.Fingerprint,
 	read func(now time.Time, prev idem.Token), write func(now time.Time, prev idem.Token) *idem.Lease) (*idem.Lease, *idem.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -101,7 +98,7 @@ func (s *mapStore) takeOverInTwoSteps(ctx context.Context, key string, fp idem.F
 	read(now, prev)
 	s.mu.Unlock()
 
-	gap(window)
+	gap(s.window)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

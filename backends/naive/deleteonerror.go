@@ -22,9 +22,7 @@ type DeleteOnError struct {
 
 // NewDeleteOnError returns a DeleteOnError store.
 func NewDeleteOnError(opts Options) *DeleteOnError {
-	s := &DeleteOnError{}
-	s.init(opts)
-	return s
+	return newDesign[DeleteOnError](opts)
 }
 
 // Release deletes whatever record the key has, whoever owns it, and returns

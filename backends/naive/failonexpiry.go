@@ -33,21 +33,15 @@ type FailOnExpiry struct {
 
 // NewFailOnExpiry returns a FailOnExpiry store.
 func NewFailOnExpiry(opts Options) *FailOnExpiry {
-	s := &FailOnExpiry{}
-	s.init(opts)
-	return s
+	return newDesign[FailOnExpiry](opts)
 }
 
 // Acquire claims an absent key at once; a key in progress under an expired
 // lease with the same fingerprint is failed (ExpiredResponse) instead of
 // taken over, and the failed record returned. That is the flaw.
 func (s *FailOnExpiry) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
-		ok, prev := mayTakeOver(r, fp, now)
-		switch {
-		case !ok:
-			return nil, copyOf(r)
-		case prev == 0:
+	return s.acquireClaimable(ctx, key, fp, func(_ *idem.Record, now time.Time, prev idem.Token) (*idem.Lease, *idem.Record) {
+		if prev == 0 {
 			return s.claim(key, fp, leaseTTL, now, 0), nil
 		}
 		s.tokens++

@@ -24,9 +24,7 @@ type KeepsPending struct {
 
 // NewKeepsPending returns a KeepsPending store.
 func NewKeepsPending(opts Options) *KeepsPending {
-	s := &KeepsPending{}
-	s.init(opts)
-	return s
+	return newDesign[KeepsPending](opts)
 }
 
 // Release checks that l holds the key, then leaves the record in progress,

@@ -24,9 +24,7 @@ type LeanRecord struct {
 
 // NewLeanRecord returns a LeanRecord store.
 func NewLeanRecord(opts Options) *LeanRecord {
-	s := &LeanRecord{}
-	s.init(opts)
-	return s
+	return newDesign[LeanRecord](opts)
 }
 
 // lean is what LeanRecord keeps of resp: the body, with the status its

@@ -43,6 +43,7 @@ type mapStore struct {
 	tokens  idem.Token              // last token issued, for every key
 	clock   idem.Clock
 	grace   time.Duration // < 0: in-progress records are kept forever
+	window  time.Duration // the read-to-write gap of the designs that take two steps (see Options.Window)
 }
 
 // init makes s an empty store configured by opts.
@@ -56,6 +57,18 @@ func (s *mapStore) init(opts Options) {
 	if s.grace == 0 {
 		s.grace = 24 * time.Hour
 	}
+	s.window = windowOf(opts)
+}
+
+// newDesign returns a new design T, which embeds mapStore, empty and
+// configured by opts.
+func newDesign[T any, P interface {
+	*T
+	init(Options)
+}](opts Options) P {
+	s := P(new(T))
+	s.init(opts)
+	return s
 }
 
 // live returns the stored record of key, validated, or nil if there is none
@@ -180,13 +193,23 @@ func (s *mapStore) acquire(ctx context.Context, key string, decide func(r *idem.
 	return l, rec, err
 }
 
-// Acquire implements idem.Store atomically: one critical section.
-func (s *mapStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+// acquireClaimable is acquire for a design that answers a key it may not
+// claim as a sound store does, with the record (see mayTakeOver): claim
+// decides only for a claimable key, absent (r nil, prev 0) or in progress
+// under an expired lease of fp (prev is the token a take-over replaces).
+func (s *mapStore) acquireClaimable(ctx context.Context, key string, fp idem.Fingerprint, claim func(r *idem.Record, now time.Time, prev idem.Token) (*idem.Lease, *idem.Record)) (*idem.Lease, *idem.Record, error) {
 	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
 		ok, prev := mayTakeOver(r, fp, now)
 		if !ok {
 			return nil, copyOf(r)
 		}
+		return claim(r, now, prev)
+	})
+}
+
+// Acquire implements idem.Store atomically: one critical section.
+func (s *mapStore) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
+	return s.acquireClaimable(ctx, key, fp, func(_ *idem.Record, now time.Time, prev idem.Token) (*idem.Lease, *idem.Record) {
 		return s.claim(key, fp, leaseTTL, now, prev), nil
 	})
 }
@@ -198,11 +221,7 @@ func (s *mapStore) acquirePolicy(ctx context.Context, key string, fp idem.Finger
 	if err := idem.ValidatePolicy(policy); err != nil {
 		return nil, nil, err
 	}
-	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
-		ok, prev := mayTakeOver(r, fp, now)
-		if !ok {
-			return nil, copyOf(r)
-		}
+	return s.acquireClaimable(ctx, key, fp, func(r *idem.Record, now time.Time, prev idem.Token) (*idem.Lease, *idem.Record) {
 		l := s.newLease(key, fp, leaseTTL, now, prev)
 		l.FingerprintPolicy = policy
 		if r != nil {

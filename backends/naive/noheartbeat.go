@@ -23,9 +23,7 @@ type NoHeartbeat struct {
 
 // NewNoHeartbeat returns a NoHeartbeat store.
 func NewNoHeartbeat(opts Options) *NoHeartbeat {
-	s := &NoHeartbeat{}
-	s.init(opts)
-	return s
+	return newDesign[NoHeartbeat](opts)
 }
 
 // Heartbeat does nothing: it neither extends the lease nor checks that l

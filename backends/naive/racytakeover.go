@@ -28,15 +28,12 @@ import (
 // Everything else is sound, including the first claim of a key.
 type RacyTakeover struct {
 	mapStore
-	window time.Duration
 }
 
 // NewRacyTakeover returns a RacyTakeover store. Options.Window sets the
 // gap between the read and the write of a take-over (see Options).
 func NewRacyTakeover(opts Options) *RacyTakeover {
-	s := &RacyTakeover{window: windowOf(opts)}
-	s.init(opts)
-	return s
+	return newDesign[RacyTakeover](opts)
 }
 
 // Acquire claims an absent key at once. On an expired lease it draws the
@@ -53,5 +50,5 @@ func (s *RacyTakeover) Acquire(ctx context.Context, key string, fp idem.Fingerpr
 		s.hold(l)
 		return l
 	}
-	return s.takeOverInTwoSteps(ctx, key, fp, s.window, read, write)
+	return s.takeOverInTwoSteps(ctx, key, fp, read, write)
 }

@@ -34,9 +34,7 @@ type Reference struct {
 // (Clock, TakeoverGrace; the other fields are for the broken designs and
 // ignored).
 func NewReference(opts Options) *Reference {
-	s := &Reference{}
-	s.init(opts)
-	return s
+	return newDesign[Reference](opts)
 }
 
 var (

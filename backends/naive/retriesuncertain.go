@@ -25,9 +25,7 @@ var _ idem.UncertainStore = (*RetriesUncertain)(nil)
 
 // NewRetriesUncertain returns a RetriesUncertain store.
 func NewRetriesUncertain(opts Options) *RetriesUncertain {
-	s := &RetriesUncertain{}
-	s.init(opts)
-	return s
+	return newDesign[RetriesUncertain](opts)
 }
 
 // Acquire is mapStore's, except that an uncertain record with the

@@ -29,20 +29,14 @@ type TokenRestart struct {
 
 // NewTokenRestart returns a TokenRestart store.
 func NewTokenRestart(opts Options) *TokenRestart {
-	s := &TokenRestart{}
-	s.init(opts)
-	return s
+	return newDesign[TokenRestart](opts)
 }
 
 // Acquire claims key atomically. The token is the previous record's token
 // plus one on a take-over, and 1 on a key with no record. That is the
 // flaw.
 func (s *TokenRestart) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	return s.acquire(ctx, key, func(r *idem.Record, now time.Time) (*idem.Lease, *idem.Record) {
-		ok, prev := mayTakeOver(r, fp, now)
-		if !ok {
-			return nil, copyOf(r)
-		}
+	return s.acquireClaimable(ctx, key, fp, func(_ *idem.Record, now time.Time, prev idem.Token) (*idem.Lease, *idem.Record) {
 		l := &idem.Lease{Key: key, Token: prev + 1, Fingerprint: fp, PrevToken: prev, Expiry: now.Add(leaseTTL)}
 		s.hold(l)
 		return l, nil

@@ -27,9 +27,7 @@ type TouchOnRead struct {
 
 // NewTouchOnRead returns a TouchOnRead store.
 func NewTouchOnRead(opts Options) *TouchOnRead {
-	s := &TouchOnRead{}
-	s.init(opts)
-	return s
+	return newDesign[TouchOnRead](opts)
 }
 
 // Acquire claims an absent key, takes over an expired lease, refreshes a

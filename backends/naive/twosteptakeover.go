@@ -25,15 +25,12 @@ import (
 // key" (I7) catches it. Found by the takeover-race scenario.
 type TwoStepTakeover struct {
 	mapStore
-	window time.Duration
 }
 
 // NewTwoStepTakeover returns a TwoStepTakeover store. Options.Window sets
 // the gap between the read and the write of a take-over (see Options).
 func NewTwoStepTakeover(opts Options) *TwoStepTakeover {
-	s := &TwoStepTakeover{window: windowOf(opts)}
-	s.init(opts)
-	return s
+	return newDesign[TwoStepTakeover](opts)
 }
 
 // Acquire claims an absent key at once. On an expired lease it lets go of
@@ -43,5 +40,5 @@ func NewTwoStepTakeover(opts Options) *TwoStepTakeover {
 func (s *TwoStepTakeover) Acquire(ctx context.Context, key string, fp idem.Fingerprint, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
 	read := func(time.Time, idem.Token) {}
 	write := func(now time.Time, prev idem.Token) *idem.Lease { return s.claim(key, fp, leaseTTL, now, prev) }
-	return s.takeOverInTwoSteps(ctx, key, fp, s.window, read, write)
+	return s.takeOverInTwoSteps(ctx, key, fp, read, write)
 }

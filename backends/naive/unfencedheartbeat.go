@@ -25,9 +25,7 @@ type UnfencedHeartbeat struct {
 
 // NewUnfencedHeartbeat returns an UnfencedHeartbeat store.
 func NewUnfencedHeartbeat(opts Options) *UnfencedHeartbeat {
-	s := &UnfencedHeartbeat{}
-	s.init(opts)
-	return s
+	return newDesign[UnfencedHeartbeat](opts)
 }
 
 // Heartbeat extends the lease of whatever in-progress record the key has,

@@ -24,9 +24,7 @@ type UnfencedTakeover struct {
 
 // NewUnfencedTakeover returns an UnfencedTakeover store.
 func NewUnfencedTakeover(opts Options) *UnfencedTakeover {
-	s := &UnfencedTakeover{}
-	s.init(opts)
-	return s
+	return newDesign[UnfencedTakeover](opts)
 }
 
 // Complete stores resp under l's token whatever the key holds. That is the

@@ -34,9 +34,7 @@ type UnscopedKey struct {
 
 // NewUnscopedKey returns an UnscopedKey store.
 func NewUnscopedKey(opts Options) *UnscopedKey {
-	s := &UnscopedKey{}
-	s.init(opts)
-	return s
+	return newDesign[UnscopedKey](opts)
 }
 
 // Acquire claims key, or takes over its expired lease, whatever request

@@ -45,14 +45,8 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 // fp_policy column (NULL for ""). A policy that breaks
 // idem.ValidatePolicy is refused before PostgreSQL is asked.
 func (s *Store) AcquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	if err := idem.ValidateKey(key); err != nil {
+	if err := idem.ValidateAcquire(key, policy, leaseTTL); err != nil {
 		return nil, nil, fmt.Errorf("pgstore: acquire: %w", err)
-	}
-	if err := idem.ValidatePolicy(policy); err != nil {
-		return nil, nil, fmt.Errorf("pgstore: acquire: %w", err)
-	}
-	if leaseTTL <= 0 {
-		return nil, nil, fmt.Errorf("pgstore: acquire %q: lease TTL %v is not positive", key, leaseTTL)
 	}
 	args := []any{key, fp[:], leaseTTL, s.opts.TakeoverGrace, policy}
 	for range maxAcquireAttempts {

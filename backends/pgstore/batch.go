@@ -23,12 +23,10 @@ import (
 // every key gets the error (ambiguous when the connection failed after
 // sending).
 func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, leaseTTL time.Duration) []idem.AcquireResult {
-	out := make([]idem.AcquireResult, len(reqs))
-	if leaseTTL <= 0 {
-		return fill(out, func(r *idem.AcquireResult) {
-			r.Err = fmt.Errorf("pgstore: acquire: lease TTL %v is not positive", leaseTTL)
-		})
+	if err := idem.ValidateLeaseTTL(leaseTTL); err != nil {
+		return idem.AcquireBatchFailed(len(reqs), fmt.Errorf("pgstore: acquire: %w", err))
 	}
+	out := make([]idem.AcquireResult, len(reqs))
 	order := make([]int, 0, len(reqs))
 	for i, r := range reqs {
 		if err := idem.ValidateKey(r.Key); err != nil {
@@ -82,10 +80,10 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 // statement or the commit fails, none of the writes happened and each gets
 // the error.
 func (s *Store) FinishBatch(ctx context.Context, fs []idem.Finish, retention time.Duration) []error {
-	out := make([]error, len(fs))
 	if retention < 0 {
-		return fill(out, func(e *error) { *e = fmt.Errorf("pgstore: finish: negative retention %v", retention) })
+		return idem.FinishBatchFailed(len(fs), fmt.Errorf("pgstore: finish: negative retention %v", retention))
 	}
+	out := make([]error, len(fs))
 	order := make([]int, 0, len(fs))
 	for i, f := range fs {
 		if f.Lease == nil {
@@ -156,12 +154,4 @@ func (s *Store) sendBatch(ctx context.Context, op string, b *pgx.Batch, read fun
 		return backendError(op+" batch", err, true)
 	}
 	return nil
-}
-
-// fill applies set to every entry of out.
-func fill[T any](out []T, set func(*T)) []T {
-	for i := range out {
-		set(&out[i])
-	}
-	return out
 }

@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("corrupt %q: %v", key, err)
 			}
 		},
-		Plant: plantConfig,
+		Plant: storetest.PlantWith(plantRow),
 		PlantPolicy: func(t *testing.T, st idem.Store, key, policy string) bool {
 			t.Helper()
 			_, err := st.(*Store).pool.Exec(context.Background(), "UPDATE "+s.table+` SET fp_policy = $2 WHERE key = $1`, key, policy)

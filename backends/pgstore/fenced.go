@@ -18,8 +18,8 @@ import (
 // completed, failed, released or past its ExpiresAt. A lease that expired
 // but was not taken over is renewed. leaseTTL must be positive.
 func (s *Store) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Duration) error {
-	if leaseTTL <= 0 {
-		return fmt.Errorf("pgstore: heartbeat %q: lease TTL %v is not positive", l.Key, leaseTTL)
+	if err := idem.ValidateLeaseTTL(leaseTTL); err != nil {
+		return fmt.Errorf("pgstore: heartbeat %q: %w", l.Key, err)
 	}
 	tok, ok := pgToken(l.Token)
 	if !ok {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -14,10 +13,6 @@ import (
 	"github.com/idembench/idembench/backends/storetest"
 	"github.com/idembench/idembench/idem"
 )
-
-// chooser draws one of n choices; label names the choice, so that a
-// property-based library can report and shrink it.
-type chooser func(label string, n int) int
 
 // plantColumns are the columns a planted change may set, each with the SQL
 // values it may take: out-of-range numbers, values around the row's own,
@@ -45,7 +40,7 @@ func hexBytes(h string) string { return `'\x` + h + `'` }
 
 // plantRow changes key's row at random with pick: one to three columns set
 // to a value of plantColumns. It returns what it did.
-func plantRow(ctx context.Context, s *Store, key string, pick chooser) (string, error) {
+func plantRow(ctx context.Context, s *Store, key string, pick storetest.Chooser) (string, error) {
 	var sets []string
 	for range 1 + pick("changes", 3) {
 		c := plantColumns[pick("column", len(plantColumns))]
@@ -94,13 +89,4 @@ func TestPlantedRecords(t *testing.T) {
 			func(t storetest.TB) uint64 { return uint64(lastValue(t, s)) })
 	})
 	t.Logf("%d planted records", run)
-}
-
-// plantConfig is Config.Plant for conformance runs.
-func plantConfig(t *testing.T, st idem.Store, key string, r *rand.Rand) string {
-	desc, err := plantRow(context.Background(), st.(*Store), key, func(_ string, n int) int { return r.IntN(n) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return desc
 }

@@ -139,18 +139,21 @@ UPDATE {{table}} t SET
 	expires_at = statement_timestamp() + $5::interval
 WHERE ` + fencedWhere
 
-// releaseSQL turns the row into a tombstone that is absent right away
-// (status 'released', expires_at now). Keeping the row until the sweeper
-// deletes it means a later claim of the key goes through the DO UPDATE
-// branch of acquireSQL, which draws its token under the row lock.
-// $1 key, $2 token.
-const releaseSQL = `
-UPDATE {{table}} t SET
+// tombstoneSet is the SET list that turns a row into a tombstone that is
+// absent right away (status 'released', expires_at now). Keeping the row
+// until the sweeper deletes it means a later claim of the key goes through
+// the DO UPDATE branch of acquireSQL, which draws its token under the row
+// lock.
+const tombstoneSet = `
 	status = 'released',
 	lease_expires_at = NULL,
 	response = NULL,
 	updated_at = statement_timestamp(),
-	expires_at = statement_timestamp()
+	expires_at = statement_timestamp()`
+
+// releaseSQL turns the row into a tombstone: $1 key, $2 token.
+const releaseSQL = `
+UPDATE {{table}} t SET` + tombstoneSet + `
 WHERE ` + fencedWhere
 
 // getSQL: $1 key.

@@ -13,17 +13,18 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-// bizTable creates a business table next to s's tables and returns its
-// quoted name.
-func bizTable(t *testing.T, s *Store) string {
+// newBizStore returns a store with default options and the quoted name of
+// a business table created next to its tables.
+func newBizStore(t *testing.T) (*Store, string) {
 	t.Helper()
+	s := newStore(t, Options{})
 	name := pgx.Identifier{s.opts.Table + "_biz"}.Sanitize()
 	ctx := context.Background()
 	if _, err := s.pool.Exec(ctx, "CREATE TABLE "+name+" (id text PRIMARY KEY, token bigint NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = s.pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+name) })
-	return name
+	return s, name
 }
 
 // bizRows returns the business rows as id -> token.
@@ -93,8 +94,7 @@ func insertBiz(biz, id string, body string) TxFunc {
 }
 
 func TestDoTxCommitsBusinessWriteWithCompletion(t *testing.T) {
-	s := newStore(t, Options{})
-	biz := bizTable(t, s)
+	s, biz := newBizStore(t)
 	ctx := context.Background()
 
 	res, err := s.DoTx(ctx, "k", fp("a"), TxOptions{}, insertBiz(biz, "order-1", "created"))
@@ -134,8 +134,7 @@ func TestDoTxCommitsBusinessWriteWithCompletion(t *testing.T) {
 // past its lease; B takes over and completes; A's transaction must not
 // commit, so only B's business row exists.
 func TestDoTxStaleHolderRollsBack(t *testing.T) {
-	s := newStore(t, Options{})
-	biz := bizTable(t, s)
+	s, biz := newBizStore(t)
 	ctx := context.Background()
 	const ttl = 100 * time.Millisecond
 
@@ -187,8 +186,7 @@ func TestDoTxStaleHolderRollsBack(t *testing.T) {
 }
 
 func TestDoTxRetryableErrorReleasesAndRollsBack(t *testing.T) {
-	s := newStore(t, Options{})
-	biz := bizTable(t, s)
+	s, biz := newBizStore(t)
 	ctx := context.Background()
 	boom := errors.New("downstream timeout")
 	var first idem.Token
@@ -204,8 +202,7 @@ func TestDoTxRetryableErrorReleasesAndRollsBack(t *testing.T) {
 }
 
 func TestDoTxPermanentErrorIsStoredAndReplayed(t *testing.T) {
-	s := newStore(t, Options{})
-	biz := bizTable(t, s)
+	s, biz := newBizStore(t)
 	ctx := context.Background()
 	declined := errors.New("card declined")
 	failResp := idem.Response{Status: 402, Body: []byte("declined")}
@@ -222,8 +219,7 @@ func TestDoTxPermanentErrorIsStoredAndReplayed(t *testing.T) {
 }
 
 func TestDoTxPanicRollsBackAndReleases(t *testing.T) {
-	s := newStore(t, Options{})
-	biz := bizTable(t, s)
+	s, biz := newBizStore(t)
 	ctx := context.Background()
 	func() {
 		defer func() {
@@ -240,8 +236,7 @@ func TestDoTxPanicRollsBackAndReleases(t *testing.T) {
 }
 
 func TestDoTxHeartbeatKeepsLeaseAndDetectsLoss(t *testing.T) {
-	s := newStore(t, Options{})
-	biz := bizTable(t, s)
+	s, biz := newBizStore(t)
 	ctx := context.Background()
 	// Long enough that a heartbeat every ttl/3 is not missed on a loaded
 	// machine (150ms was, under CI with other work).
@@ -289,8 +284,7 @@ func TestDoTxHeartbeatKeepsLeaseAndDetectsLoss(t *testing.T) {
 }
 
 func TestDoTxResponseTooLargeIsStoredAsFailure(t *testing.T) {
-	s := newStore(t, Options{})
-	biz := bizTable(t, s)
+	s, biz := newBizStore(t)
 	ctx := context.Background()
 	big := func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
 		if _, err := insertBiz(biz, "x", "")(ctx, tx); err != nil {
@@ -310,8 +304,7 @@ func TestDoTxResponseTooLargeIsStoredAsFailure(t *testing.T) {
 }
 
 func TestDoTxSerializableIsolation(t *testing.T) {
-	s := newStore(t, Options{})
-	biz := bizTable(t, s)
+	s, biz := newBizStore(t)
 	res, err := s.DoTx(context.Background(), "k", fp("a"),
 		TxOptions{Tx: pgx.TxOptions{IsoLevel: pgx.Serializable}}, insertBiz(biz, "x", "ok"))
 	if err != nil || res.Failed {

@@ -38,13 +38,10 @@ UPDATE {{table}} t SET
 WHERE ` + uncertainWhere
 
 // resolveNotAppliedSQL turns an uncertain row into a tombstone, as
-// releaseSQL does an in-progress one: $1 key, $2 token.
+// releaseSQL does an in-progress one (its lease_expires_at is NULL
+// already): $1 key, $2 token.
 const resolveNotAppliedSQL = `
-UPDATE {{table}} t SET
-	status = 'released',
-	response = NULL,
-	updated_at = statement_timestamp(),
-	expires_at = statement_timestamp()
+UPDATE {{table}} t SET` + tombstoneSet + `
 WHERE ` + uncertainWhere
 
 // Resolve implements idem.UncertainStore with one UPDATE. When it matches

@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/backends/storetest"
+	"github.com/idembench/idembench/chaos/servers/serverstest"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -23,7 +24,7 @@ func TestAdmin(t *testing.T) {
 // of a private Redis Cluster.
 func TestAdminCluster(t *testing.T) {
 	t.Parallel()
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: startCluster(t)})
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: serverstest.RedisCluster(t)})
 	t.Cleanup(func() { _ = client.Close() })
 	storetest.Admin(t, adminConfig(client))
 }

@@ -26,11 +26,11 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []idem.AcquireRequest, le
 		}
 		return out
 	}
-	if leaseTTL <= 0 {
-		return fillErr(out, fmt.Errorf("redisstore: acquire: lease TTL %v is not positive", leaseTTL))
+	if err := idem.ValidateLeaseTTL(leaseTTL); err != nil {
+		return idem.AcquireBatchFailed(len(reqs), fmt.Errorf("redisstore: acquire: %w", err))
 	}
 	if err := ctx.Err(); err != nil {
-		return fillErr(out, err)
+		return idem.AcquireBatchFailed(len(reqs), err)
 	}
 	keys := make([]keyset, len(reqs))
 	calls := make([]scriptCall, 0, len(reqs))
@@ -116,7 +116,7 @@ func (s *Store) FinishBatch(ctx context.Context, fs []idem.Finish, retention tim
 		return out
 	}
 	if err := ctx.Err(); err != nil {
-		return fillErrs(out, err)
+		return idem.FinishBatchFailed(len(fs), err)
 	}
 	keys := make([]keyset, len(fs))
 	calls := make([]scriptCall, 0, len(fs))
@@ -194,22 +194,6 @@ func (s *Store) pipeline(ctx context.Context, calls []scriptCall) []scriptCall {
 		}
 	}
 	return calls
-}
-
-// fillErr sets every result of out to err.
-func fillErr(out []idem.AcquireResult, err error) []idem.AcquireResult {
-	for i := range out {
-		out[i].Err = err
-	}
-	return out
-}
-
-// fillErrs sets every entry of out to err.
-func fillErrs(out []error, err error) []error {
-	for i := range out {
-		out[i] = err
-	}
-	return out
 }
 
 // finishOne makes one write of a batch with the store's own method.

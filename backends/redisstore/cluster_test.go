@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/backends/storetest"
+	"github.com/idembench/idembench/chaos/servers/serverstest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	addrs := startCluster(t)
+	addrs := serverstest.RedisCluster(t)
 	t.Logf("cluster %v ready in %v", addrs, time.Since(start).Round(time.Millisecond))
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = client.Close() })

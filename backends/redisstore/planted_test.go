@@ -16,13 +16,9 @@ import (
 	"github.com/idembench/idembench/idem"
 )
 
-// chooser draws one of n choices; label names the choice, so that a
-// property-based library can report and shrink it.
-type chooser func(label string, n int) int
-
-func randChooser(r *rand.Rand) chooser { return func(_ string, n int) int { return r.IntN(n) } }
-
-func rapidChooser(t *rapid.T) chooser {
+// rapidChooser draws with pgregory.net/rapid, which reports and shrinks
+// every choice under its label.
+func rapidChooser(t *rapid.T) storetest.Chooser {
 	return func(label string, n int) int { return rapid.IntRange(0, n-1).Draw(t, label) }
 }
 
@@ -55,7 +51,7 @@ func plantValues(h map[string]string) []string {
 // with pick: one to three field changes (set to a value of plantValues,
 // or delete), or, rarely, a key of another type in its place. The key's
 // expiry is kept. It returns what it did.
-func plantRedis(ctx context.Context, c redis.UniversalClient, rk string, pick chooser) (string, error) {
+func plantRedis(ctx context.Context, c redis.UniversalClient, rk string, pick storetest.Chooser) (string, error) {
 	if pick("other type", 16) == 0 {
 		if err := c.Del(ctx, rk).Err(); err != nil {
 			return "", err
@@ -99,7 +95,7 @@ func plantRedis(ctx context.Context, c redis.UniversalClient, rk string, pick ch
 func plantConfig(cfg storetest.Config) storetest.Config {
 	cfg.Plant = func(t *testing.T, st idem.Store, key string, r *rand.Rand) string {
 		s := st.(*Store)
-		desc, err := plantRedis(ctxT(t), s.client, keysFor(s.opts.Prefix, key).record, randChooser(r))
+		desc, err := plantRedis(ctxT(t), s.client, keysFor(s.opts.Prefix, key).record, storetest.RandChooser(r))
 		if err != nil {
 			t.Fatal(err)
 		}

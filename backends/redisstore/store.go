@@ -87,14 +87,8 @@ func (s *Store) Acquire(ctx context.Context, key string, fp idem.Fingerprint, le
 // same round trip. A policy that breaks idem.ValidatePolicy is refused
 // before Redis is asked.
 func (s *Store) AcquirePolicy(ctx context.Context, key string, fp idem.Fingerprint, policy string, leaseTTL time.Duration) (*idem.Lease, *idem.Record, error) {
-	if err := idem.ValidateKey(key); err != nil {
-		return nil, nil, err
-	}
-	if err := idem.ValidatePolicy(policy); err != nil {
-		return nil, nil, err
-	}
-	if leaseTTL <= 0 {
-		return nil, nil, fmt.Errorf("redisstore: acquire: lease TTL %v is not positive", leaseTTL)
+	if err := idem.ValidateAcquire(key, policy, leaseTTL); err != nil {
+		return nil, nil, fmt.Errorf("redisstore: acquire: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -160,8 +154,8 @@ func (s *Store) acquireReply(key string, fp idem.Fingerprint, policy string, k k
 // unless the record is in progress with l.Token (an expired lease that was
 // not taken over is still owned and is renewed).
 func (s *Store) Heartbeat(ctx context.Context, l *idem.Lease, leaseTTL time.Duration) error {
-	if leaseTTL <= 0 {
-		return fmt.Errorf("redisstore: heartbeat: lease TTL %v is not positive", leaseTTL)
+	if err := idem.ValidateLeaseTTL(leaseTTL); err != nil {
+		return fmt.Errorf("redisstore: heartbeat: %w", err)
 	}
 	if l == nil {
 		return errors.New("redisstore: heartbeat: nil lease")

@@ -66,12 +66,20 @@ func releaseAbsent(t testing.TB, s *suite, st idem.Store, key string) {
 	if err := st.Release(bg(), l); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
+	wantFreed(t, st, key, l, "Release")
+}
+
+// wantFreed checks that key has no record after what freed l's claim, and
+// that the next Acquire gets a fresh lease: a token above l's and no
+// previous token.
+func wantFreed(t testing.TB, st idem.Store, key string, l *idem.Lease, what string) {
+	t.Helper()
 	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrNotFound) {
-		t.Fatalf("Get after Release: err = %v, want ErrNotFound", err)
+		t.Fatalf("Get after %s: err = %v, want ErrNotFound", what, err)
 	}
 	l2 := MustAcquire(t, st, key, fp("a"), long)
 	if l2.Token <= l.Token || l2.PrevToken != 0 {
-		t.Fatalf("lease after Release = %+v, want token > %d and no previous token", l2, l.Token)
+		t.Fatalf("lease after %s = %+v, want a token above %d and no previous token", what, l2, l.Token)
 	}
 }
 

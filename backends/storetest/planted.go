@@ -220,10 +220,31 @@ func Settle(t TB, st idem.Store, l *idem.Lease, state int) {
 	}
 }
 
+// Chooser draws one of n choices (0 to n-1); label names the choice, so
+// that a property-based library can report and shrink it.
+type Chooser = func(label string, n int) int
+
+// RandChooser is a Chooser that draws from r; it ignores the labels.
+func RandChooser(r *rand.Rand) Chooser { return func(_ string, n int) int { return r.IntN(n) } }
+
 // PlantFunc changes key's stored record behind the store's back, in one
 // of the ways draw picks (draw(label, n) returns 0 to n-1), and describes
 // the change.
-type PlantFunc func(ctx context.Context, key string, draw func(label string, n int) int) (string, error)
+type PlantFunc func(ctx context.Context, key string, draw Chooser) (string, error)
+
+// PlantWith returns a Config.Plant for stores of type S: it changes the
+// record with plant, its choices drawn from the case's random source, and
+// fails t if plant fails.
+func PlantWith[S idem.Store](plant func(ctx context.Context, s S, key string, pick Chooser) (string, error)) func(t *testing.T, st idem.Store, key string, r *rand.Rand) string {
+	return func(t *testing.T, st idem.Store, key string, r *rand.Rand) string {
+		t.Helper()
+		desc, err := plant(bg(), st.(S), key, RandChooser(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return desc
+	}
+}
 
 // PlantedRun is one run of a store's planted-records property (driven by
 // pgregory.net/rapid or any other source of draws): it claims the fresh
@@ -231,7 +252,7 @@ type PlantFunc func(ctx context.Context, key string, draw func(label string, n i
 // state draw picks (Settle), changes it with plant and holds it to
 // Planted. counter reads the store's fencing counter behind key, which
 // must not go back. It returns the highest token issued so far.
-func PlantedRun(t TB, st idem.Store, key string, fp idem.Fingerprint, issued idem.Token, draw func(label string, n int) int,
+func PlantedRun(t TB, st idem.Store, key string, fp idem.Fingerprint, issued idem.Token, draw Chooser,
 	plant PlantFunc, counter func(t TB) uint64) idem.Token {
 	t.Helper()
 	l, rec, err := st.Acquire(bg(), key, fp, time.Hour)

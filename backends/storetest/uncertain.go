@@ -162,13 +162,7 @@ func resolveNotApplied(t testing.TB, s *suite, st idem.Store, key string) {
 	if err := us.Resolve(bg(), key, l.Token, nil, long); err != nil {
 		t.Fatalf("Resolve not applied: %v", err)
 	}
-	if _, err := st.Get(bg(), key); !errors.Is(err, idem.ErrNotFound) {
-		t.Fatalf("Get after Resolve not applied: %v, want ErrNotFound", err)
-	}
-	l2 := MustAcquire(t, st, key, fp("a"), long)
-	if l2.Token <= l.Token || l2.PrevToken != 0 {
-		t.Fatalf("lease after the resolution = %+v, want a token above %d and no previous token", l2, l.Token)
-	}
+	wantFreed(t, st, key, l, "Resolve not applied")
 }
 
 func resolveFenced(t testing.TB, s *suite, st idem.Store, key string) {

@@ -25,24 +25,5 @@ import (
 // the batch short next to the engine's lease TTL. An empty batch returns
 // an empty slice.
 func (c *Consumer) ProcessBatch(ctx context.Context, ds []*amqp.Delivery) []idem.Consumed {
-	out := make([]idem.Consumed, len(ds))
-	msgs := make([]idem.Message, 0, len(ds))
-	idx := make([]int, 0, len(ds))
-	for i, d := range ds {
-		key, err := c.opts.Key(d)
-		if err != nil {
-			out[i] = idem.Consumed{Decision: idem.DeadLetter, Err: err}
-			continue
-		}
-		msgs = append(msgs, idem.Message{Key: key, Fingerprint: c.opts.Fingerprint(d),
-			Fn: func(ctx context.Context) error { return c.fn(ctx, d) }})
-		idx = append(idx, i)
-	}
-	if len(msgs) == 0 {
-		return out
-	}
-	for j, r := range c.engine.ConsumeBatch(ctx, msgs) {
-		out[idx[j]] = r
-	}
-	return out
+	return c.msgs.ConsumeBatch(ctx, ds)
 }

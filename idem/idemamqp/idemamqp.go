@@ -40,17 +40,13 @@ type Options struct {
 // Consumer processes deliveries through an idem.Engine. It is safe for
 // concurrent use (it keeps no state of its own).
 type Consumer struct {
-	engine *idem.Engine
-	fn     Handler
-	opts   Options
+	msgs idem.MessageConsumer[*amqp.Delivery]
+	opts Options
 }
 
 // New returns a Consumer that runs fn under engine. It panics if engine or
 // fn is nil.
 func New(engine *idem.Engine, fn Handler, opts Options) *Consumer {
-	if engine == nil || fn == nil {
-		panic("idemamqp: New with nil engine or handler")
-	}
 	if opts.Key == nil {
 		opts.Key = MessageID
 	}
@@ -60,7 +56,7 @@ func New(engine *idem.Engine, fn Handler, opts Options) *Consumer {
 	if opts.RequeueDelay <= 0 {
 		opts.RequeueDelay = DefaultRequeueDelay
 	}
-	return &Consumer{engine: engine, fn: fn, opts: opts}
+	return &Consumer{msgs: idem.NewMessageConsumer("idemamqp", engine, fn, opts.Key, opts.Fingerprint), opts: opts}
 }
 
 // MessageID is the default KeyFunc: the delivery's message-id property. An
@@ -108,13 +104,7 @@ func (c *Consumer) Handle(ctx context.Context, d *amqp.Delivery) (idem.Decision,
 // it once the channel closes. The error is the handler's or the engine's
 // (an invalid key wraps idem.ErrInvalidKey).
 func (c *Consumer) Process(ctx context.Context, d *amqp.Delivery) (idem.Decision, error) {
-	key, err := c.opts.Key(d)
-	if err != nil {
-		return idem.DeadLetter, err
-	}
-	return c.engine.Consume(ctx, key, c.opts.Fingerprint(d), func(ctx context.Context) error {
-		return c.fn(ctx, d)
-	})
+	return c.msgs.Consume(ctx, d)
 }
 
 // Settle carries out decision a on d: Ack(false) for idem.Ack, Nack(false,

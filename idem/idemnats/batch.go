@@ -28,28 +28,9 @@ import (
 // batch short next to the engine's lease TTL and the consumer's AckWait.
 // An empty batch returns an empty slice.
 func (c *Consumer) ProcessBatch(ctx context.Context, msgs []jetstream.Msg) []idem.Consumed {
-	out := make([]idem.Consumed, len(msgs))
-	batch := make([]idem.Message, 0, len(msgs))
-	idx := make([]int, 0, len(msgs))
-	for i, m := range msgs {
-		key, err := c.opts.Key(m)
-		if err != nil {
-			out[i] = idem.Consumed{Decision: idem.DeadLetter, Err: err}
-			continue
-		}
-		batch = append(batch, idem.Message{Key: key, Fingerprint: c.opts.Fingerprint(m),
-			Fn: func(ctx context.Context) error { return c.fn(ctx, m) }})
-		idx = append(idx, i)
-	}
-	if len(batch) == 0 {
-		return out
-	}
 	stop := c.keepAliveAll(msgs)
 	defer stop()
-	for j, r := range c.engine.ConsumeBatch(ctx, batch) {
-		out[idx[j]] = r
-	}
-	return out
+	return c.msgs.ConsumeBatch(ctx, msgs)
 }
 
 // keepAliveAll sends InProgress for every message of msgs until the

@@ -62,17 +62,13 @@ type Options struct {
 // Consumer processes JetStream messages through an idem.Engine. It is safe
 // for concurrent use.
 type Consumer struct {
-	engine *idem.Engine
-	fn     Handler
-	opts   Options
+	msgs idem.MessageConsumer[jetstream.Msg]
+	opts Options
 }
 
 // New returns a Consumer that runs fn under engine. It panics if engine or
 // fn is nil.
 func New(engine *idem.Engine, fn Handler, opts Options) *Consumer {
-	if engine == nil || fn == nil {
-		panic("idemnats: New with nil engine or handler")
-	}
 	if opts.Key == nil {
 		opts.Key = HeaderKey(jetstream.MsgIDHeader)
 	}
@@ -82,7 +78,7 @@ func New(engine *idem.Engine, fn Handler, opts Options) *Consumer {
 	if opts.RequeueDelay <= 0 {
 		opts.RequeueDelay = DefaultRequeueDelay
 	}
-	return &Consumer{engine: engine, fn: fn, opts: opts}
+	return &Consumer{msgs: idem.NewMessageConsumer("idemnats", engine, fn, opts.Key, opts.Fingerprint), opts: opts}
 }
 
 // HeaderKey returns a KeyFunc that reads the header name; a missing or
@@ -112,15 +108,9 @@ func (c *Consumer) Handle(ctx context.Context, msg jetstream.Msg) (idem.Decision
 // consumer that is going down) drops msg, and the server redelivers it
 // after AckWait. It sends InProgress meanwhile (Options.InProgressInterval).
 func (c *Consumer) Process(ctx context.Context, msg jetstream.Msg) (idem.Decision, error) {
-	key, err := c.opts.Key(msg)
-	if err != nil {
-		return idem.DeadLetter, err
-	}
 	stop := c.keepAlive(msg)
 	defer stop()
-	return c.engine.Consume(ctx, key, c.opts.Fingerprint(msg), func(ctx context.Context) error {
-		return c.fn(ctx, msg)
-	})
+	return c.msgs.Consume(ctx, msg)
 }
 
 // keepAlive sends InProgress for msg until the returned function is called.

@@ -6,7 +6,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/backends/storetest"
-	"github.com/idembench/idembench/chaos/servers/serverstest"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -24,7 +23,7 @@ func TestAdmin(t *testing.T) {
 // of a private Redis Cluster.
 func TestAdminCluster(t *testing.T) {
 	t.Parallel()
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: serverstest.RedisCluster(t)})
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: startCluster(t)})
 	t.Cleanup(func() { _ = client.Close() })
 	storetest.Admin(t, adminConfig(client))
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/idembench/idembench/backends/storetest"
-	"github.com/idembench/idembench/chaos/servers/serverstest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -15,7 +14,7 @@ import (
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	addrs := serverstest.RedisCluster(t)
+	addrs := startCluster(t)
 	t.Logf("cluster %v ready in %v", addrs, time.Since(start).Round(time.Millisecond))
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = client.Close() })

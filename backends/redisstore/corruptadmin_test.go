@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/backends/storetest"
-	"github.com/idembench/idembench/chaos/servers/serverstest"
 	"github.com/idembench/idembench/idem"
 )
 
@@ -55,7 +54,7 @@ func TestCorruptAdmin(t *testing.T) {
 // three primaries of a private Redis Cluster.
 func TestCorruptAdminCluster(t *testing.T) {
 	t.Parallel()
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: serverstest.RedisCluster(t)})
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: startCluster(t)})
 	t.Cleanup(func() { _ = client.Close() })
 	corruptAdminSuite(t, client)
 }

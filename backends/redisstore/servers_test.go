@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
@@ -87,4 +88,21 @@ func startServer(t *testing.T, dir string, extra ...string) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return addr
+}
+
+// startCluster starts a Redis Cluster of three primaries, each with a
+// replica (chaos/servers), stops it when t ends, and returns the addresses
+// of its nodes. The node timeout is long so that a loaded machine does not
+// make a replica take over mid-test.
+func startCluster(t *testing.T) []string {
+	t.Helper()
+	redisBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := servers.StartRedisCluster(ctx, servers.RedisClusterOptions{NodeTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	return c.Addrs()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -11,15 +12,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idembench/idembench/backends/redisstore"
-	"github.com/idembench/idembench/chaos/servers/serverstest"
+	"github.com/idembench/idembench/chaos/servers"
 	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/internal/testenv"
 )
 
 // TestIdemctlCluster runs list (--stuck and --corrupt), stats, inspect,
 // release and purge-corrupt through a redis-cluster:// URL against a private three-primary Redis Cluster, with
 // keys spread over every primary.
 func TestIdemctlCluster(t *testing.T) {
-	addrs := serverstest.RedisCluster(t)
+	addrs := startCluster(t)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = client.Close() })
 	st, err := redisstore.New(client, redisstore.Options{Prefix: "ctl"})
@@ -83,4 +85,26 @@ func TestIdemctlCluster(t *testing.T) {
 	if code, out, _ = b.ctl(t, "stats"); code != 0 || !strings.Contains(out, fmt.Sprintf("corrupt     %d", n-1)) {
 		t.Fatalf("stats after purge-corrupt: %d %s", code, out)
 	}
+}
+
+// startCluster starts a Redis Cluster of three primaries, each with a
+// replica (chaos/servers), stops it when t ends, and returns the addresses
+// of its nodes. The node timeout is long so that a loaded machine does not
+// make a replica take over mid-test.
+func startCluster(t *testing.T) []string {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if testenv.Required() {
+			t.Fatalf("redis-server required (%s=1) but not installed", testenv.RequireEnv)
+		}
+		t.Skip("redis-server not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := servers.StartRedisCluster(ctx, servers.RedisClusterOptions{NodeTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	return c.Addrs()
 }

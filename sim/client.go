@@ -11,15 +11,7 @@ import (
 
 	"github.com/idembench/idembench/history"
 	"github.com/idembench/idembench/idem"
-)
-
-// errRetryable and errPermanent are the business function's own failures;
-// errStale its answer when the sink rejected its effect as fenced.
-var (
-	errRetryable = errors.New("sim: business function failed (retryable)")
-	errPermanent = errors.New("sim: business function failed (permanent)")
-	errStale     = errors.New("sim: effect rejected by fencing (stale token)")
-	errNoAnswer  = errors.New("sim: the provider's answer was lost (the effect may or may not have happened)")
+	"github.com/idembench/idembench/workload"
 )
 
 func newRand(seed int64, stream int) *rand.Rand {
@@ -236,8 +228,9 @@ func (c *client) call(a *actor, req int64, n int, fp idem.Fingerprint, delay tim
 		w.record(op)
 		return
 	}
-	classify(&op, res, err)
+	workload.ClassifyCall(&op, res, err)
 	if op.Outcome.HasResponse() {
+		op.Resp = history.RespDigest(&res.Response)
 		op.Exec = execOf(res.Response.Body)
 	} else if ran {
 		op.Exec = a.exec
@@ -248,7 +241,9 @@ func (c *client) call(a *actor, req int64, n int, fp idem.Fingerprint, delay tim
 }
 
 // business is the function every call runs: it works for the drawn time,
-// fails if the plan says so, else applies its effect to the sink.
+// fails if the plan says so, else applies its effect to the sink. Its
+// errors are the workload's business errors (workload.ErrRetryable and the
+// others), as the load driver's business function returns them.
 func (w *world) business(ctx context.Context, a *actor, req int64, n int) (idem.Response, error) {
 	p := a.plan
 	a.fnEnd.Store(time.Now().Add(p.work).UnixNano())
@@ -258,9 +253,9 @@ func (w *world) business(ctx context.Context, a *actor, req int64, n int) (idem.
 	}
 	switch p.fail {
 	case 1:
-		return idem.Response{}, errRetryable
+		return idem.Response{}, workload.Retryable(workload.ErrRetryable)
 	case 2:
-		return response(422, "failed", a), idem.Permanent(errPermanent)
+		return response(422, "failed", a), idem.Permanent(workload.ErrPermanent)
 	}
 	l, _ := idem.LeaseFrom(ctx)
 	resp := response(200, "ok", a)
@@ -268,23 +263,23 @@ func (w *world) business(ctx context.Context, a *actor, req int64, n int) (idem.
 		// The request to the provider was lost: no effect, and the
 		// function cannot tell.
 		w.fault(faultLostReply, a, "business request lost (no effect)", 0)
-		return idem.Response{}, idem.MarkAmbiguous(errNoAnswer)
+		return idem.Response{}, idem.MarkAmbiguous(workload.ErrAmbiguous)
 	}
 	applied := w.sink.apply(a.key, l.Token, resp)
 	now := w.now()
 	op := history.Op{Kind: history.KindEffect, Client: a.client, Worker: a.worker, Key: a.key, Request: req, Attempt: n,
 		Token: uint64(l.Token), Exec: a.exec, Call: now, Return: now, Applied: applied}
 	if !applied {
-		op.Err = errStale.Error()
+		op.Err = workload.ErrStale.Error()
 	}
 	w.record(op)
 	if !applied {
-		return response(409, "stale", a), idem.Permanent(errStale)
+		return response(409, "stale", a), idem.Permanent(workload.ErrStale)
 	}
 	if p.ambiguous == 1 {
 		// The provider applied the effect and its answer was lost.
 		w.fault(faultLostReply, a, "business reply lost (effect applied)", 0)
-		return idem.Response{}, idem.MarkAmbiguous(errNoAnswer)
+		return idem.Response{}, idem.MarkAmbiguous(workload.ErrAmbiguous)
 	}
 	return resp, nil
 }
@@ -319,45 +314,6 @@ func execOf(body []byte) string {
 	return ""
 }
 
-// classify sets the outcome, token, response digest and error of a call op
-// from what Do returned; anything it cannot place is unknown.
-func classify(op *history.Op, res idem.Result, err error) {
-	switch {
-	case err == nil && res.Replayed && res.Failed:
-		op.Outcome = history.Failed
-	case err == nil && res.Replayed:
-		op.Outcome = history.Replayed
-	case err == nil && !res.Failed:
-		op.Outcome, op.Token = history.Executed, uint64(res.Token)
-	case errors.Is(err, idem.ErrAborted), errors.Is(err, idem.ErrUncertain):
-		// An uncertain key answers nothing until it is resolved.
-		op.Outcome = history.Unknown
-	case errors.Is(err, idem.ErrLeaseLost):
-		op.Outcome, op.Token = history.LeaseLost, uint64(res.Token)
-	case errors.Is(err, idem.ErrBackend), idem.Ambiguous(err):
-		op.Outcome = history.Unknown
-	case errors.Is(err, idem.ErrInProgress):
-		op.Outcome = history.InProgress
-	case errors.Is(err, idem.ErrFingerprintMismatch):
-		op.Outcome = history.Mismatch
-	case res.Failed:
-		op.Outcome, op.Token = history.Failed, uint64(res.Token)
-	case errors.Is(err, errRetryable):
-		op.Outcome, op.Token = history.Released, uint64(res.Token)
-	default:
-		op.Outcome = history.Unknown
-	}
-	if op.Outcome.HasResponse() {
-		op.Resp = history.RespDigest(&res.Response)
-	}
-	if op.Outcome == history.Unknown {
-		op.Return = history.NoReturn
-	}
-	if err != nil {
-		op.Err = err.Error()
-	}
-}
-
 // observe records every lease step of the engines as a lease op, except
 // the answers that grant nothing (the call op records them).
 func (w *world) observe(ctx context.Context, ev idem.Event) {
@@ -365,27 +321,11 @@ func (w *world) observe(ctx context.Context, ev idem.Event) {
 	if a == nil {
 		return
 	}
-	switch ev.Transition {
-	case idem.TransitionReplayed, idem.TransitionConflict, idem.TransitionMismatch:
-		return
-	}
 	now := w.now()
 	op := history.Op{Kind: history.KindLease, Client: a.client, Worker: a.worker, Key: ev.Key, Exec: a.exec,
-		Call: now, Return: now, Token: uint64(ev.Token), Transition: history.Transition(ev.Transition.String())}
-	switch ev.Transition {
-	case idem.TransitionTakenOver, idem.TransitionRecovered:
-		op.PrevToken = uint64(ev.PrevToken)
-	case idem.TransitionLeaseLost:
-		op.Label = ev.Op
-	case idem.TransitionBackendError:
-		op.Label = ev.Op
-		if ev.Err != nil {
-			op.Err = ev.Err.Error()
-		}
-	case idem.TransitionHeartbeatRefused:
-		if ev.Err != nil {
-			op.Err = ev.Err.Error()
-		}
+		Call: now, Return: now, Token: uint64(ev.Token)}
+	if !workload.FillLeaseOp(&op, ev) {
+		return
 	}
 	w.record(op)
 	if ev.Transition == idem.TransitionCompleted && a.plan == nil && a.recovered != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/sim"
+	"github.com/idembench/idembench/sim/simtest"
 )
 
 // TestKnownBadDesignsCaught: each design whose flaw only the simulation
@@ -21,7 +22,7 @@ func TestKnownBadDesignsCaught(t *testing.T) {
 		{"naive/lean-record", checker.I3ReplayConsistency},
 		{"naive/retries-uncertain", checker.I9UncertainHeld},
 	}
-	n := seeds(20, 2)
+	n := simtest.SeedCount(*flagSeeds, 20, 2)
 	for _, d := range designs {
 		caught := 0
 		var missed []int64

@@ -10,6 +10,7 @@ import (
 	"github.com/idembench/idembench/backends/naive"
 	"github.com/idembench/idembench/checker"
 	"github.com/idembench/idembench/sim"
+	"github.com/idembench/idembench/sim/simtest"
 )
 
 var flagDesigns = flag.Bool("sim.designs", false, "run TestRegisteredDesignsFigures")
@@ -23,7 +24,7 @@ func TestRegisteredDesignsFigures(t *testing.T) {
 	if !*flagDesigns {
 		t.Skip("-sim.designs runs the table of the registered designs (about a minute)")
 	}
-	n := seeds(20, 20)
+	n := simtest.SeedCount(*flagSeeds, 20, 20)
 	for _, name := range naive.Names() {
 		caught := 0
 		var invs []string

@@ -12,7 +12,7 @@ import (
 // bytes: the same seed gives the same history, faults included. Every
 // history must also pass the check.
 func TestReplayIdentical(t *testing.T) {
-	n := seeds(100, 2)
+	n := simtest.SeedCount(*flagSeeds, 100, 2)
 	for seed := int64(1); seed <= int64(n); seed++ {
 		cfg := sim.Quick(seed)
 		a := sim.Run(t, opener(t, "memory", cfg), cfg)

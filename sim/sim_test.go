@@ -67,18 +67,6 @@ func configOf(t *testing.T, name string, seed int64) sim.Config {
 	return sim.Config{}
 }
 
-// seeds returns how many seeds a test runs: -sim.seeds, else def, else
-// under -race or -short its quick form.
-func seeds(def, quick int) int {
-	switch {
-	case *flagSeeds > 0:
-		return *flagSeeds
-	case raceEnabled || testing.Short():
-		return quick
-	}
-	return def
-}
-
 // TestSim simulates one seed of one store and prints what happened; it
 // fails on a violation, with the command that replays it:
 //
@@ -109,7 +97,7 @@ func TestSim(t *testing.T) {
 // seed, with every fault kind (crash, pause, lost reply, copies, clock
 // skew), the completer and the sweeper on their production schedule.
 func TestSimSeeds(t *testing.T) {
-	n := seeds(50, 3)
+	n := simtest.SeedCount(*flagSeeds, 50, 3)
 	list := make([]int64, n)
 	for i := range list {
 		list[i] = int64(1000 + i)

@@ -53,6 +53,12 @@ type retryableError struct{ err error }
 func (e *retryableError) Error() string { return e.err.Error() }
 func (e *retryableError) Unwrap() error { return e.err }
 
+// Retryable marks err as a retryable failure of a business function: the
+// engine releases the key on it (it is neither idem.Permanent nor
+// idem.MarkAmbiguous), and ClassifyCall records the call as released. Its
+// text is err's.
+func Retryable(err error) error { return &retryableError{err} }
+
 func isRetryable(err error) bool {
 	var r *retryableError
 	return errors.As(err, &r)
@@ -149,15 +155,15 @@ func (d *driver) business(x *execution) idem.Func {
 		l, _ := idem.LeaseFrom(ctx)
 		if d.faults != nil {
 			if err := d.faults.ForcedFailure(l); err != nil {
-				return idem.Response{}, &retryableError{err}
+				return idem.Response{}, Retryable(err)
 			}
 		}
 		if x.latency > 0 && !d.work(x.latency) {
-			return idem.Response{}, &retryableError{errRunEnded}
+			return idem.Response{}, Retryable(errRunEnded)
 		}
 		switch x.fail {
 		case failRetryable:
-			return idem.Response{}, &retryableError{ErrRetryable}
+			return idem.Response{}, Retryable(ErrRetryable)
 		case failPermanent:
 			return response(statusFailed, "failed", x), idem.Permanent(ErrPermanent)
 		}

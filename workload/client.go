@@ -191,9 +191,26 @@ func (d *driver) observe(op *history.Op, end int64) {
 }
 
 // classify sets the outcome, token, response and error of a call op from
-// what Do returned. Anything it cannot place is unknown: an outcome that
-// may have taken effect is never recorded as failed.
+// what Do returned (see ClassifyCall), and the execution: the one the
+// response names, else x's when its function ran.
 func classify(op *history.Op, res idem.Result, err error, x *execution) {
+	ClassifyCall(op, res, err)
+	if op.Outcome.HasResponse() {
+		op.Resp = respID(&res.Response)
+		op.Exec = execOf(&res.Response)
+	} else if x.ran {
+		op.Exec = x.id
+	}
+}
+
+// ClassifyCall sets the outcome and token of a call op from what
+// Engine.Do returned, its error text, and for an unknown outcome no return
+// time (history.NoReturn). Anything it cannot place is unknown: an outcome
+// that may have taken effect is never recorded as failed. A business error
+// marked Retryable is a released call. The caller records the response
+// (Op.Resp, Op.Exec) when the outcome has one (Outcome.HasResponse). The
+// simulation (package sim) classifies its calls with it too.
+func ClassifyCall(op *history.Op, res idem.Result, err error) {
 	switch {
 	case err == nil && res.Replayed && res.Failed:
 		op.Outcome = history.Failed
@@ -202,8 +219,10 @@ func classify(op *history.Op, res idem.Result, err error, x *execution) {
 	case err == nil && !res.Failed:
 		op.Outcome = history.Executed
 		op.Token = uint64(res.Token)
-	case errors.Is(err, idem.ErrAborted):
-		op.Outcome = history.Unknown // a crash: the client got no answer
+	case errors.Is(err, idem.ErrAborted), errors.Is(err, idem.ErrUncertain):
+		// A crash: the client got no answer; an uncertain key answers
+		// nothing until it is resolved.
+		op.Outcome = history.Unknown
 	case errors.Is(err, idem.ErrLeaseLost):
 		op.Outcome = history.LeaseLost
 		op.Token = uint64(res.Token)
@@ -224,12 +243,6 @@ func classify(op *history.Op, res idem.Result, err error, x *execution) {
 		op.Outcome = history.Error
 	default:
 		op.Outcome = history.Unknown
-	}
-	if op.Outcome.HasResponse() {
-		op.Resp = respID(&res.Response)
-		op.Exec = execOf(&res.Response)
-	} else if x.ran {
-		op.Exec = x.id
 	}
 	if op.Outcome == history.Unknown {
 		op.Return = history.NoReturn

@@ -39,8 +39,7 @@ func (d *driver) withLeaseCall(ctx context.Context, x *execution, start int64, f
 
 // observeLease is the engine observer of a run: it records every lease
 // step as a history.KindLease op on the run's timeline, except the answers
-// that grant nothing (replayed, conflict, mismatch): the call op already
-// records them, and on hot keys they would double the history.
+// that grant nothing (see FillLeaseOp).
 //
 // The op spans [floor, now]: now is read when the observer runs, after the
 // store call returned; floor is the latest moment known to precede the
@@ -82,9 +81,24 @@ func (d *driver) observeLease(ctx context.Context, ev idem.Event) {
 			Token:  uint64(ev.Token),
 		}
 	}
+	if !FillLeaseOp(&op, ev) {
+		return
+	}
+	d.rec.Record(op)
+}
+
+// FillLeaseOp sets the lease op op from the engine's lease step ev: its
+// transition, and what the step carries (the previous token of a take-over
+// or recovery, the store operation of a lost lease or backend error, the
+// error of a backend error or refused heartbeat). It reports false, and
+// leaves op alone, for the answers that grant nothing (replayed, conflict,
+// mismatch): the call op already records them, and on hot keys they would
+// double the history. The simulation (package sim) records its lease ops
+// with it too.
+func FillLeaseOp(op *history.Op, ev idem.Event) bool {
 	switch ev.Transition {
 	case idem.TransitionReplayed, idem.TransitionConflict, idem.TransitionMismatch:
-		return
+		return false
 	}
 	op.Transition = history.Transition(ev.Transition.String())
 	switch ev.Transition {
@@ -97,7 +111,7 @@ func (d *driver) observeLease(ctx context.Context, ev idem.Event) {
 	case idem.TransitionHeartbeatRefused:
 		op.Err = errText(ev.Err)
 	}
-	d.rec.Record(op)
+	return true
 }
 
 func errText(err error) string {

@@ -151,27 +151,23 @@ func atMost(field string, d, hi time.Duration) error {
 
 // optional checks that d is zero (the default) or in [lo, hi].
 func optional(field string, d, lo, hi time.Duration) error {
-	switch {
-	case d == 0:
+	if d == 0 {
 		return nil
-	case d < 0:
-		return fieldErr(field, "%s is negative", d)
-	case d < lo:
-		return fieldErr(field, "%s is below the minimum of %s", d, lo)
-	case d > hi:
-		return fieldErr(field, "%s is above the limit of %s", d, hi)
 	}
-	return nil
+	return intRange(field, d, lo, hi)
 }
 
-func intRange[T int | int64](field string, n, lo, hi T) error {
+// intRange checks that n, an integer or a time.Duration, is in [lo, hi]:
+// a negative n is said to be negative, whatever lo is. Values print with
+// %v: a duration as 1.5s, an integer in decimal.
+func intRange[T ~int | ~int64](field string, n, lo, hi T) error {
 	switch {
-	case n < lo && lo == 0:
-		return fieldErr(field, "%d is negative", n)
+	case n < 0:
+		return fieldErr(field, "%v is negative", n)
 	case n < lo:
-		return fieldErr(field, "%d is below the minimum of %d", n, lo)
+		return fieldErr(field, "%v is below the minimum of %v", n, lo)
 	case n > hi:
-		return fieldErr(field, "%d is above the limit of %d", n, hi)
+		return fieldErr(field, "%v is above the limit of %v", n, hi)
 	}
 	return nil
 }

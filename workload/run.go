@@ -298,11 +298,10 @@ func (d *driver) pace(ctx context.Context, jobs chan<- delivery, tl0 int64) {
 			return
 		}
 		for {
-			c, ok := d.box.take(at)
+			c, ok := d.takeCopy(at, t0, tl0)
 			if !ok {
 				break
 			}
-			c.intended = tl0 + int64(c.due.Sub(t0))
 			if !send(ctx, jobs, c) {
 				return
 			}
@@ -326,15 +325,25 @@ func (d *driver) paceCopies(ctx context.Context, jobs chan<- delivery, t0 time.T
 		if !waitUntil(ctx, timer, due) {
 			return
 		}
-		c, ok := d.box.take(due)
+		c, ok := d.takeCopy(due, t0, tl0)
 		if !ok {
 			continue
 		}
-		c.intended = tl0 + int64(c.due.Sub(t0))
 		if !send(ctx, jobs, c) {
 			return
 		}
 	}
+}
+
+// takeCopy takes the earliest copy in the mailbox if it is due by at, with
+// its intended send time: its due time on the run's timeline, where tl0 is
+// the instant t0.
+func (d *driver) takeCopy(at, t0 time.Time, tl0 int64) (delivery, bool) {
+	c, ok := d.box.take(at)
+	if ok {
+		c.intended = tl0 + int64(c.due.Sub(t0))
+	}
+	return c, ok
 }
 
 // waitUntil waits on timer until at; it returns false when ctx ends

@@ -13,6 +13,7 @@ import (
 	"github.com/idembench/idembench/backends/redisstore"
 	"github.com/idembench/idembench/backends/storetest"
 	"github.com/idembench/idembench/idem"
+	"github.com/idembench/idembench/sim/simtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,7 +24,7 @@ import (
 // included, must behave on miniredis as the suite requires of Redis.
 // This is how docs/design/simulation.md can say the scripts run unchanged.
 func TestConformanceOnMiniredis(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if simtest.QuickForm() {
 		t.Skip("the conformance suite on miniredis takes a while; not in -short or -race")
 	}
 	m := miniredis.NewMiniRedis()

@@ -20,25 +20,14 @@ var (
 	flagStall = flag.Bool("simredis.stall", true, "TestRaceInsideStoreCall: with the stalled-round-trip fault (false measures what interleaving alone reaches; the test then fails)")
 )
 
-// seeds returns how many seeds a test runs: -simredis.seeds, else def,
-// else under -race or -short its quick form. A seed on miniredis costs
-// about 50 times the memory store's CPU (see docs/design/simulation.md).
-func seeds(def, quick int) int {
-	switch {
-	case *flagSeeds > 0:
-		return *flagSeeds
-	case raceEnabled || testing.Short():
-		return quick
-	}
-	return def
-}
-
 // config is the configuration of seed: sim.Quick, with 5 minutes of
 // traffic instead of 20 in the quick forms (-race, -short), where a seed on
-// miniredis costs about 20 s under the race detector.
+// miniredis costs about 20 s under the race detector. A seed on miniredis
+// costs about 50 times the memory store's CPU (see
+// docs/design/simulation.md): the tests run few seeds.
 func config(seed int64) sim.Config {
 	cfg := sim.Quick(seed)
-	if *flagSeeds == 0 && (raceEnabled || testing.Short()) {
+	if *flagSeeds == 0 && simtest.QuickForm() {
 		cfg.Duration = 5 * time.Minute
 	}
 	return cfg
@@ -72,7 +61,7 @@ func splitOpener(cfg sim.Config) sim.Opener {
 // the store call (Faults.RoundTripStall) and orders the round trips of
 // the other clients around it.
 func TestRaceInsideStoreCall(t *testing.T) {
-	n := seeds(20, 1)
+	n := simtest.SeedCount(*flagSeeds, 20, 1)
 	caught := 0
 	var missed []int64
 	for seed := int64(1); seed <= int64(n); seed++ {
@@ -103,7 +92,7 @@ func TestRaceInsideStoreCall(t *testing.T) {
 // seed twice, the production store on a fresh miniredis each time, the
 // history.jsonl bytes compared.
 func TestRedisReplayIdentical(t *testing.T) {
-	n := seeds(5, 1)
+	n := simtest.SeedCount(*flagSeeds, 5, 1)
 	for seed := int64(1); seed <= int64(n); seed++ {
 		cfg := config(seed)
 		a := sim.Run(t, redisOpener(cfg), cfg)
@@ -141,7 +130,7 @@ func TestRedisStoreSeeds(t *testing.T) {
 // read the expired lease, and the seed's order of their round trips lets
 // both write.
 func TestRaceByRoundTripOrder(t *testing.T) {
-	n := seeds(20, 1)
+	n := simtest.SeedCount(*flagSeeds, 20, 1)
 	caught := 0
 	var missed []int64
 	for seed := int64(1); seed <= int64(n); seed++ {

@@ -49,6 +49,24 @@ func Seeds(seeds ...int64) Option { return func(c *config) { c.seeds = seeds } }
 // WithConfig replaces the configuration of each seed (default sim.Quick).
 func WithConfig(f func(seed int64) sim.Config) Option { return func(c *config) { c.config = f } }
 
+// QuickForm reports whether a simulation test runs its quick form: under
+// -short, or under the race detector, which slows the simulation about
+// eightfold.
+func QuickForm() bool { return raceEnabled || testing.Short() }
+
+// SeedCount returns how many seeds a simulation test runs: n when it is
+// positive (the count its package's seeds flag gives), else quick in the
+// quick form (QuickForm), else def.
+func SeedCount(n, def, quick int) int {
+	switch {
+	case n > 0:
+		return n
+	case QuickForm():
+		return quick
+	}
+	return def
+}
+
 // Run simulates the store open opens once per seed, each in a subtest
 // seed=N, and fails the subtests whose history the checker finds in
 // violation or cannot decide. open must give app server 0 of every run a

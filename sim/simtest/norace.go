@@ -1,5 +1,5 @@
 //go:build !race
 
-package simredis_test
+package simtest
 
 const raceEnabled = false

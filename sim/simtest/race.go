@@ -1,6 +1,6 @@
 //go:build race
 
-package simredis_test
+package simtest
 
 // raceEnabled: the race detector slows the simulation about eightfold, so
 // the tests run their quick forms.

@@ -69,23 +69,47 @@ func TestFingerprintPolicy(t *testing.T) {
 	}
 }
 
+// policyChange is the set-up of the policy-change tests: one engine on a
+// fresh store, the fingerprints of policy v1 (the whole body) and v2 (the
+// member /trace excluded), and a counting handler. newPolicyChange has
+// already served key k's first request under v1, through a middleware
+// whose FingerprintPolicy is policy.
+type policyChange struct {
+	store  idem.Store
+	e      *idem.Engine
+	v1, v2 idemhttp.FingerprintFunc
+	c      *counter
+}
+
+func newPolicyChange(t *testing.T, policy string) policyChange {
+	t.Helper()
+	store := newStore(t)
+	pc := policyChange{store: store, e: idem.New(store), c: &counter{},
+		v1: idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v1"}),
+		v2: idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v2", JSONExclude: []string{"/trace"}})}
+	before := pc.middleware(idemhttp.Options{Fingerprint: pc.v1, FingerprintPolicy: policy})
+	if w := serve(before, request("POST", "/p", "k", `{"amount":1,"trace":"a"}`)); w.Code != http.StatusCreated {
+		t.Fatalf("first: %d", w.Code)
+	}
+	return pc
+}
+
+// middleware is the idempotency middleware with o around the counting
+// handler, on the shared engine.
+func (pc policyChange) middleware(o idemhttp.Options) http.Handler {
+	return idemhttp.Middleware(pc.e, o)(pc.c)
+}
+
 // TestFingerprintPolicyChange: keys stored under policy v1 (whole body)
 // are still recognised after the service moved to v2 (a trace member
 // excluded), through Options.PriorFingerprints: a retry replays, it does
 // not get 422; a different request still gets 422.
 func TestFingerprintPolicyChange(t *testing.T) {
-	store := newStore(t)
-	e := idem.New(store)
-	v1 := idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v1"})
-	v2 := idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v2", JSONExclude: []string{"/trace"}})
-	c := &counter{}
-	before := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v1})(c)
-	after := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v2, PriorFingerprints: []idemhttp.FingerprintFunc{v1}})(c)
-	noPrior := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v2})(c)
+	pc := newPolicyChange(t, "")
+	c := pc.c
+	after := pc.middleware(idemhttp.Options{Fingerprint: pc.v2, PriorFingerprints: []idemhttp.FingerprintFunc{pc.v1}})
+	noPrior := pc.middleware(idemhttp.Options{Fingerprint: pc.v2})
 
-	if w := serve(before, request("POST", "/p", "k", `{"amount":1,"trace":"a"}`)); w.Code != http.StatusCreated {
-		t.Fatalf("first: %d", w.Code)
-	}
 	if w := serve(noPrior, request("POST", "/p", "k", `{"amount":1,"trace":"a"}`)); w.Code != http.StatusUnprocessableEntity {
 		t.Fatalf("v2 without the prior policy: %d, want the false 422 this option avoids", w.Code)
 	}
@@ -114,19 +138,12 @@ func TestFingerprintPolicyChange(t *testing.T) {
 // request gets 422, and a middleware that forgot v1 answers 409
 // policy_changed for both, never a replay and never a 422 it cannot know.
 func TestFingerprintPolicyStoredWithRecord(t *testing.T) {
-	store := newStore(t)
-	e := idem.New(store)
-	v1 := idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v1"})
-	v2 := idemhttp.NewFingerprinter(idemhttp.FingerprintOptions{Policy: "pay/v2", JSONExclude: []string{"/trace"}})
-	c := &counter{}
-	before := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v1, FingerprintPolicy: "pay/v1"})(c)
-	after := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v2, FingerprintPolicy: "pay/v2",
-		PriorPolicies: map[string]idemhttp.FingerprintFunc{"pay/v1": v1}})(c)
-	forgot := idemhttp.Middleware(e, idemhttp.Options{Fingerprint: v2, FingerprintPolicy: "pay/v2"})(c)
+	pc := newPolicyChange(t, "pay/v1")
+	store, e, v1, v2, c := pc.store, pc.e, pc.v1, pc.v2, pc.c
+	after := pc.middleware(idemhttp.Options{Fingerprint: v2, FingerprintPolicy: "pay/v2",
+		PriorPolicies: map[string]idemhttp.FingerprintFunc{"pay/v1": v1}})
+	forgot := pc.middleware(idemhttp.Options{Fingerprint: v2, FingerprintPolicy: "pay/v2"})
 
-	if w := serve(before, request("POST", "/p", "k", `{"amount":1,"trace":"a"}`)); w.Code != http.StatusCreated {
-		t.Fatalf("first: %d", w.Code)
-	}
 	if rec, err := store.Get(context.Background(), "k"); err != nil || rec.FingerprintPolicy != "pay/v1" {
 		t.Fatalf("stored record: %+v, %v; want policy pay/v1", rec, err)
 	}

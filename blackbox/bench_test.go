@@ -91,7 +91,7 @@ func bareLoop(c *http.Client, url string, stop time.Time, n *atomic.Int64) {
 // driverRate runs the black-box driver against url for d, recording every
 // call and every resource id, and returns its rate of recorded calls.
 func driverRate(t testing.TB, url string, d time.Duration) rates {
-	tg, err := ParseTarget(strings.NewReader(`
+	tg := mustParseTarget(t, `
 name: trivial
 base_url: `+url+`
 operation:
@@ -100,10 +100,7 @@ operation:
   body: '{"amount": {{.Amount}}, "currency": "EUR"}'
   resource_id: /id
   replay_header: Idempotency-Replayed
-`), "bench.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+`, "bench.yaml")
 	spec := Spec{Target: tg, Seed: 1, Duration: d, Clients: benchConns}
 	if err := spec.validate(); err != nil {
 		t.Fatal(err)

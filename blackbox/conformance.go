@@ -221,25 +221,19 @@ func (p *prober) describe(a answer) string {
 }
 
 func (p *prober) success(a answer) bool {
-	return a.err == nil && containsInt(p.t.Operation.Success, a.status)
+	return a.err == nil && slices.Contains(p.t.Operation.Success, a.status)
 }
 
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-// first sends the first request of a probe's key and checks it succeeded.
-func (p *prober) first(ctx context.Context, key string) (answer, string, bool) {
-	a := p.call(ctx, key, false, "", nil)
+// first sends the first request of probe id, on the probe's key, and
+// returns the key and the answer. An answer that is not a success ends
+// the probe: ok is false and f is its finding.
+func (p *prober) first(ctx context.Context, id string) (key string, a answer, f finding, ok bool) {
+	key = p.key(id)
+	a = p.call(ctx, key, false, "", nil)
 	if !p.success(a) {
-		return a, "the first request got " + p.describe(a) + ", not a success", false
+		return key, a, broke(LevelShould, "the first request got "+p.describe(a)+", not a success"), false
 	}
-	return a, "", true
+	return key, a, finding{}, true
 }
 
 func (p *prober) missingKey(ctx context.Context) finding {
@@ -260,10 +254,9 @@ func (p *prober) missingKey(ctx context.Context) finding {
 }
 
 func (p *prober) mismatch(ctx context.Context) finding {
-	k := p.key(ProbeMismatch)
-	a1, why, ok := p.first(ctx, k)
+	k, a1, f, ok := p.first(ctx, ProbeMismatch)
 	if !ok {
-		return broke(LevelShould, why)
+		return f
 	}
 	a := p.call(ctx, k, true, "", nil)
 	op := &p.t.Operation
@@ -448,10 +441,9 @@ func (p *prober) judgeRace(k string, answers []answer, spreadMs float64) finding
 }
 
 func (p *prober) replay(ctx context.Context) finding {
-	k := p.key(ProbeReplay)
-	a1, why, ok := p.first(ctx, k)
+	k, a1, f, ok := p.first(ctx, ProbeReplay)
 	if !ok {
-		return broke(LevelShould, why)
+		return f
 	}
 	a2 := p.call(ctx, k, false, "", nil)
 	op := &p.t.Operation
@@ -532,10 +524,9 @@ func (p *prober) isolation(ctx context.Context) finding {
 	if c.IsolationPath == "" && len(c.IsolationHeaders) == 0 {
 		return skipped("no isolation_path or isolation_headers declared")
 	}
-	k := p.key(ProbeIsolation)
-	a1, why, ok := p.first(ctx, k)
+	k, a1, f, ok := p.first(ctx, ProbeIsolation)
 	if !ok {
-		return broke(LevelShould, why)
+		return f
 	}
 	a2 := p.call(ctx, k, false, c.IsolationPath, c.IsolationHeaders)
 	op := &p.t.Operation

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/idembench/idembench/history"
@@ -122,25 +121,9 @@ func (t *httpTarget) Probe(ctx context.Context, keys []workload.ProbeKey) error 
 		tm.Stop()
 		return ctx.Err()
 	}
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := range min(t.spec.Clients, len(keys)) {
-		client := t.spec.Clients + 1 + w
-		wg.Go(func() {
-			for i := range work {
-				t.probe(ctx, client, keys[i])
-			}
-		})
-	}
-	for i := range keys {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return ctx.Err()
+	return workload.FanOut(ctx, len(keys), t.spec.Clients, func(w, i int) {
+		t.probe(ctx, t.spec.Clients+1+w, keys[i])
+	})
 }
 
 // probe makes the liveness call of one key and records it.

@@ -58,11 +58,7 @@ func TestParseTargetErrors(t *testing.T) {
 
 func TestSpecErrors(t *testing.T) {
 	base := func() *Target {
-		tg, err := ParseTarget(strings.NewReader("name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p}\n"), "t.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tg
+		return mustParseTarget(t, "name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p}\n", "t.yaml")
 	}
 	cases := []struct {
 		name string
@@ -99,11 +95,7 @@ func closedPort(t *testing.T) string {
 
 func TestEnvironmentErrors(t *testing.T) {
 	target := func(yaml string) *Target {
-		tg, err := ParseTarget(strings.NewReader(yaml), "t.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tg
+		return mustParseTarget(t, yaml, "t.yaml")
 	}
 	cases := []struct {
 		name string
@@ -181,11 +173,7 @@ func (s *toyService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func toyTarget(t *testing.T, srv *httptest.Server, oracle string) *Target {
 	t.Helper()
 	y := fmt.Sprintf("name: toy\nbase_url: %s\noperation: {path: /op, resource_id: /id, replay_header: Idempotency-Replayed}\n%s", srv.URL, oracle)
-	tg, err := ParseTarget(strings.NewReader(y), "toy.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tg
+	return mustParseTarget(t, y, "toy.yaml")
 }
 
 func TestQueryOracles(t *testing.T) {

@@ -183,16 +183,7 @@ func (in *fuzzInput) counted(paths []string, excluded bool) []int {
 }
 
 var fuzzVariants = []fuzzVariant{
-	{name: "members reordered", same: true, make: func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
-		if in.node == nil {
-			return nil, "", "", false
-		}
-		n := in.node.clone()
-		if !n.reorder(rng) {
-			return nil, "", "", false
-		}
-		return n.text(compactStyle), in.r.path, "", true
-	}},
+	{name: "members reordered", same: true, make: rewritten((*jsonNode).reorder)},
 	{name: "whitespace changed", same: true, make: func(in *fuzzInput, _ *rand.Rand) ([]byte, string, string, bool) {
 		if in.node == nil {
 			return nil, "", "", false
@@ -200,16 +191,7 @@ var fuzzVariants = []fuzzVariant{
 		b := in.node.text(spacedStyle)
 		return b, in.r.path, "", !bytes.Equal(b, in.r.body)
 	}},
-	{name: "number forms", same: true, make: func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
-		if in.node == nil {
-			return nil, "", "", false
-		}
-		n := in.node.clone()
-		if !n.renumber(rng) {
-			return nil, "", "", false
-		}
-		return n.text(compactStyle), in.r.path, "", true
-	}},
+	{name: "number forms", same: true, make: rewritten((*jsonNode).renumber)},
 	{name: "excluded member changed", same: true, make: leafChanged(true)},
 	{name: "field changed", make: leafChanged(false)},
 	{name: "type changed", make: func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
@@ -244,6 +226,22 @@ var fuzzVariants = []fuzzVariant{
 		}
 		return in.r.body, in.r.path + sep + "idembench_fuzz=1", "idembench_fuzz=1", true
 	}},
+}
+
+// rewritten is the make of a variant that changes a copy of the JSON body
+// with change and sends it compact; change reports whether it changed
+// anything.
+func rewritten(change func(*jsonNode, *rand.Rand) bool) func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
+	return func(in *fuzzInput, rng *rand.Rand) ([]byte, string, string, bool) {
+		if in.node == nil {
+			return nil, "", "", false
+		}
+		n := in.node.clone()
+		if !change(n, rng) {
+			return nil, "", "", false
+		}
+		return n.text(compactStyle), in.r.path, "", true
+	}
 }
 
 // leafChanged is the variant that changes one leaf of the JSON body, drawn

@@ -244,10 +244,7 @@ func TestFuzzFingerprintRules(t *testing.T) {
 		t.Errorf("declared kinds %q, want %q", got, want)
 	}
 	yaml := strings.Replace(fmt.Sprintf(exampleYAML, "httpserver", ""), "conformance:\n", "conformance:\n  fingerprint: {numbers: value, query: ignored}\n", 1)
-	parsed, err := ParseTarget(strings.NewReader(yaml), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	parsed := mustParseTarget(t, yaml, "t.yaml")
 	want := FingerprintRules{JSON: FingerprintCanonical, Numbers: NumbersValue, Query: QueryIgnored}
 	if diff := cmp.Diff(want, parsed.Conformance.Fingerprint); diff != "" {
 		t.Errorf("parsed rules (-want +got):\n%s", diff)

@@ -28,11 +28,7 @@ func subsetTarget(t testing.TB, extra ...string) *Target {
 		`body: '{"amount": {{.Amount}}, "currency": "EUR", "meta": {"trace": "t{{.Amount}}", "source": "fuzz"}, "client_ref": "r{{.Amount}}"}'`, 1)
 	yaml = strings.Replace(yaml, "conformance:\n",
 		"conformance:\n  skip: true\n  fingerprint: {excluded: ["+strings.Join(subsetExcluded, ", ")+"]}\n", 1)
-	tg, err := ParseTarget(strings.NewReader(yaml), "subset.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tg
+	return mustParseTarget(t, yaml, "subset.yaml")
 }
 
 // subsetRun runs the fuzzer alone on the subset target.

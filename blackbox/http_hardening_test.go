@@ -44,10 +44,7 @@ func TestNoRequestSucceeded(t *testing.T) {
 				fmt.Fprint(w, tc.body)
 			}))
 			defer srv.Close()
-			tg, err := ParseTarget(strings.NewReader("name: broken\nbase_url: "+srv.URL+"\noperation: {path: /op}\n"), "broken.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
+			tg := mustParseTarget(t, "name: broken\nbase_url: "+srv.URL+"\noperation: {path: /op}\n", "broken.yaml")
 			dir := filepath.Join(t.TempDir(), "run")
 			out, err := Run(context.Background(), Spec{Target: tg, Seed: 1, Duration: 300 * time.Millisecond, Clients: 2, Dir: dir,
 				Retry: workload.Retry{MaxAttempts: 2, Timeout: 300 * time.Millisecond}})
@@ -125,11 +122,7 @@ func TestTargetLimits(t *testing.T) {
 // before anything starts.
 func TestSpecLimits(t *testing.T) {
 	tg := func() *Target {
-		tg, err := ParseTarget(strings.NewReader("name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p}\n"), "t.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tg
+		return mustParseTarget(t, "name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p}\n", "t.yaml")
 	}
 	many := make([]chaos.Fault, MaxFaults+1)
 	for i := range many {

@@ -71,7 +71,14 @@ func exampleTarget(t testing.TB, extra ...string) *Target {
 	for _, e := range extra {
 		fmt.Fprintf(&flags, ", %q", e)
 	}
-	tg, err := ParseTarget(strings.NewReader(fmt.Sprintf(exampleYAML, serverBin, flags.String())), "example.yaml")
+	return mustParseTarget(t, fmt.Sprintf(exampleYAML, serverBin, flags.String()), "example.yaml")
+}
+
+// mustParseTarget parses yaml as the target file named file, and ends the
+// test if it does not parse.
+func mustParseTarget(t testing.TB, yaml, file string) *Target {
+	t.Helper()
+	tg, err := ParseTarget(strings.NewReader(yaml), file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,17 +4,13 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/idembench/idembench/history"
 )
 
 func TestClassify(t *testing.T) {
-	tg, err := ParseTarget(strings.NewReader("name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p, success: [201], replay_header: 'Idempotency-Replayed: true', mismatch_status: [417], failed_status: [402]}\n"), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := mustParseTarget(t, "name: x\nbase_url: http://127.0.0.1:1\noperation: {path: /p, success: [201], replay_header: 'Idempotency-Replayed: true', mismatch_status: [417], failed_status: [402]}\n", "t.yaml")
 	op := &tg.Operation
 	replayed := http.Header{"Idempotency-Replayed": {"true"}}
 	dial := &net.OpError{Op: "dial", Err: errors.New("connection refused")}

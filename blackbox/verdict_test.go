@@ -29,11 +29,7 @@ func newBodyToy(mismatchStatus int) *testenv.IdemToy {
 func bodyToyTarget(t *testing.T, url, extra string) *Target {
 	t.Helper()
 	y := fmt.Sprintf("name: toy\nbase_url: %s\noperation:\n  path: /op\n  body: '{\"amount\": {{.Amount}}}'\n  resource_id: /id\n  replay_header: Idempotency-Replayed\n%s", url, extra)
-	tg, err := ParseTarget(strings.NewReader(y), "toy.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tg
+	return mustParseTarget(t, y, "toy.yaml")
 }
 
 // TestUndeclaredStatus: a service that answers a reused key with another

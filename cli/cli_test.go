@@ -27,6 +27,21 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
+// runBinary runs cmd and returns its exit code and its stdout and stderr
+// together; a command that could not be run ends the test.
+func runBinary(t *testing.T, cmd *exec.Cmd) (int, string) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
 // TestCLIExitCodes builds the binary and checks the exit codes of
 // docs/design/verification.md on runs that finish quickly.
 func TestCLIExitCodes(t *testing.T) {
@@ -62,18 +77,11 @@ func TestCLIExitCodes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(bin, c.args...)
 			cmd.Dir = work
-			out, err := cmd.CombinedOutput()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			code, out := runBinary(t, cmd)
 			if code != c.want {
 				t.Fatalf("idembench %s: exit %d, want %d\n%s", strings.Join(c.args, " "), code, c.want, out)
 			}
-			if !strings.Contains(string(out), c.out) {
+			if !strings.Contains(out, c.out) {
 				t.Fatalf("idembench %s: output lacks %q:\n%s", strings.Join(c.args, " "), c.out, out)
 			}
 		})

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,15 +29,7 @@ func TestWorkers(t *testing.T) {
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode(), string(out)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0, string(out)
+		return runBinary(t, cmd)
 	}
 	cases := []struct {
 		args []string
@@ -189,23 +180,17 @@ func TestWorkersWithBackendFaults(t *testing.T) {
 			args := append([]string{"run", "--workers", "2", "--scenario", "duplicates", "--duration", "2s", "--seed", "5", "--no-save", "--no-progress"}, c.args...)
 			cmd := exec.Command(bin, args...)
 			cmd.Env = env
-			out, err := cmd.CombinedOutput()
-			code := 0
-			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			code, out := runBinary(t, cmd)
 			if code != c.want {
 				t.Fatalf("exit %d, want %d\n%s", code, c.want, out)
 			}
-			if !strings.Contains(string(out), "faults injected: ") || strings.Contains(string(out), "faults injected: 0") {
+			if !strings.Contains(out, "faults injected: ") || strings.Contains(out, "faults injected: 0") {
 				t.Errorf("no fault window recorded:\n%s", out)
 			}
-			if c.unknown && !strings.Contains(string(out), " unknown ") {
+			if c.unknown && !strings.Contains(out, " unknown ") {
 				t.Errorf("no unknown outcome while replies were dropped:\n%s", out)
 			}
-			_, replay, _ := strings.Cut(string(out), "\nreplay: ")
+			_, replay, _ := strings.Cut(out, "\nreplay: ")
 			for _, a := range c.args[2:] {
 				if strings.HasPrefix(a, "--") && !strings.Contains(replay, a+" ") {
 					t.Errorf("the replay command lacks %s: %s", a, replay)

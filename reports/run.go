@@ -192,15 +192,12 @@ func inherit(o *Options, old *Summary) {
 	}
 }
 
+// readHistory reads the history file at path (history.DecodeFile), its
+// errors prefixed with the package's name.
 func readHistory(path string) (*history.History, error) {
-	f, err := os.Open(path)
+	h, err := history.DecodeFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
-	}
-	defer f.Close()
-	h, err := history.Decode(f)
-	if err != nil {
-		return nil, fmt.Errorf("reports: %s: %w", path, err)
 	}
 	return h, nil
 }

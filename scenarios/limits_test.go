@@ -83,17 +83,26 @@ func TestParseLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := scenarios.Parse(strings.NewReader(c.src), "test.yaml")
-			if !errors.Is(err, scenarios.ErrInvalid) {
-				t.Fatalf("error %v, want one wrapping ErrInvalid", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
+			parseInvalid(t, c.src, "test.yaml", c.want)
 		})
 	}
+}
+
+// parseInvalid parses src, read from file, checks that it fails with an
+// error that wraps ErrInvalid and contains each of want, and returns the
+// error.
+func parseInvalid(t *testing.T, src, file string, want []string) error {
+	t.Helper()
+	_, err := scenarios.Parse(strings.NewReader(src), file)
+	if !errors.Is(err, scenarios.ErrInvalid) {
+		t.Fatalf("error %v, want one wrapping ErrInvalid", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	return err
 }
 
 // TestParseAtLimits: values at the limits, and absent fields that mean a

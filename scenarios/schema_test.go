@@ -1,11 +1,8 @@
 package scenarios_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/idembench/idembench/scenarios"
 )
 
 // TestParseSpeaksOfTheFile: an unknown field or a value of the wrong
@@ -33,15 +30,7 @@ func TestParseSpeaksOfTheFile(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := scenarios.Parse(strings.NewReader(c.src), "mine.yaml")
-			if !errors.Is(err, scenarios.ErrInvalid) {
-				t.Fatalf("error %v; want one wrapping ErrInvalid", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
+			err := parseInvalid(t, c.src, "mine.yaml", c.want)
 			for _, goName := range []string{"scenarios.", "YAML", "float64", "unmarshal", "[]"} {
 				if strings.Contains(err.Error(), goName) && !strings.Contains(c.src, goName) {
 					t.Errorf("error %q names a Go type (%s)", err, goName)

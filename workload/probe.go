@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/idembench/idembench/history"
@@ -54,28 +53,14 @@ func (t engineTarget) Probe(ctx context.Context, pk []ProbeKey) error {
 	cs.stop()
 	reads := cs != nil
 	timeout := max(2*ttl, time.Second) + d.cfg.Engine.ConflictWait
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := range min(probeWorkers, len(keys)) {
-		client := d.cfg.ClientBase + d.cfg.Clients + 1 + w
-		wg.Go(func() {
-			for i := range work {
-				if reads && !d.probeRead(ctx, client, keys[i], timeout) {
-					continue // answered or stuck: no call
-				}
-				d.probeKey(ctx, client, int64(i), keys[i], timeout)
-			}
-		})
-	}
-	for i := range keys {
-		if ctx.Err() != nil {
-			break
+	base := d.cfg.ClientBase + d.cfg.Clients + 1
+	return FanOut(ctx, len(keys), probeWorkers, func(w, i int) {
+		client := base + w
+		if reads && !d.probeRead(ctx, client, keys[i], timeout) {
+			return // answered or stuck: no call
 		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return ctx.Err()
+		d.probeKey(ctx, client, int64(i), keys[i], timeout)
+	})
 }
 
 // probeAttempts bounds the calls of one key's probe: a call whose answer is

@@ -52,6 +52,27 @@ func redisKey(t *testing.T, direct *redis.Client) string {
 	return k
 }
 
+// redisKeyOf returns a fresh key (redisKey) that holds v.
+func redisKeyOf(t *testing.T, direct *redis.Client, v any) string {
+	t.Helper()
+	k := redisKey(t, direct)
+	if err := direct.Set(t.Context(), k, v, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// healThenIncr heals p and checks that INCR of k through it gives want.
+func healThenIncr(t *testing.T, p *Proxy, proxied *redis.Client, k string, want int64) {
+	t.Helper()
+	if err := p.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := proxied.Incr(t.Context(), k).Result(); err != nil || got != want {
+		t.Errorf("INCR after Heal = %d, %v; want %d", got, err, want)
+	}
+}
+
 func TestRedisLatency(t *testing.T) {
 	_, p, proxied := redisPair(t, 2*time.Second)
 	ctx := t.Context()
@@ -110,10 +131,7 @@ func TestRedisResetFailsCommands(t *testing.T) {
 func TestRedisDropRepliesIsAmbiguous(t *testing.T) {
 	direct, p, proxied := redisPair(t, 300*time.Millisecond)
 	ctx := t.Context()
-	k := redisKey(t, direct)
-	if err := direct.Set(ctx, k, 0, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	k := redisKeyOf(t, direct, 0)
 	if err := p.DropRepliesAfterApply(); err != nil {
 		t.Fatal(err)
 	}
@@ -124,21 +142,13 @@ func TestRedisDropRepliesIsAmbiguous(t *testing.T) {
 	if got, err := direct.Get(ctx, k).Int(); err != nil || got != 1 {
 		t.Fatalf("GET %s directly = %d, %v; want 1: the timed-out INCR was applied", k, got, err)
 	}
-	if err := p.Heal(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := proxied.Incr(ctx, k).Result(); err != nil || got != 2 {
-		t.Errorf("INCR after Heal = %d, %v; want 2", got, err)
-	}
+	healThenIncr(t, p, proxied, k, 2)
 }
 
 func TestRedisPartitionBlocks(t *testing.T) {
 	direct, p, proxied := redisPair(t, 300*time.Millisecond)
 	ctx := t.Context()
-	k := redisKey(t, direct)
-	if err := direct.Set(ctx, k, 0, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	k := redisKeyOf(t, direct, 0)
 	if err := p.Partition(); err != nil {
 		t.Fatal(err)
 	}
@@ -150,12 +160,7 @@ func TestRedisPartitionBlocks(t *testing.T) {
 	if got, err := direct.Get(ctx, k).Int(); err != nil || got != 0 {
 		t.Errorf("GET %s directly = %d, %v; want 0: nothing crosses a partition", k, got, err)
 	}
-	if err := p.Heal(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := proxied.Incr(ctx, k).Result(); err != nil || got != 1 {
-		t.Errorf("INCR after Heal = %d, %v; want 1", got, err)
-	}
+	healThenIncr(t, p, proxied, k, 1)
 }
 
 func TestRedisHealRemovesEverything(t *testing.T) {
@@ -200,10 +205,7 @@ func TestRedisHealRemovesEverything(t *testing.T) {
 func TestRedisLatencyAbandonedReplies(t *testing.T) {
 	direct, p, proxied := redisPair(t, 50*time.Millisecond)
 	ctx := t.Context()
-	k := redisKey(t, direct)
-	if err := direct.Set(ctx, k, strings.Repeat("x", 200_000), 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	k := redisKeyOf(t, direct, strings.Repeat("x", 200_000))
 	if err := p.Latency(30*time.Millisecond, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,7 @@ import (
 func TestRedisHealth(t *testing.T) {
 	needRedis(t)
 	ctx := testContext(t)
-	r, err := StartRedis(ctx, RedisOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Stop()
+	r := testRedis(ctx, t, RedisOptions{})
 	healthy := func(when string) {
 		t.Helper()
 		if err := r.Health(); err != nil {

@@ -103,6 +103,18 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// testRedis starts a Redis server with opts, stopped when the test ends;
+// a server that does not start ends the test.
+func testRedis(ctx context.Context, t *testing.T, opts RedisOptions) *Redis {
+	t.Helper()
+	r, err := StartRedis(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop() })
+	return r
+}
+
 // redisDo sends one command to addr and returns its reply.
 func redisDo(t *testing.T, addr string, args ...string) (string, error) {
 	t.Helper()

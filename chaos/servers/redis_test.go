@@ -21,11 +21,7 @@ func TestRedisRestartPersistence(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.persistence.String(), func(t *testing.T) {
 			ctx := testContext(t)
-			r, err := StartRedis(ctx, RedisOptions{Persistence: tc.persistence})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Stop()
+			r := testRedis(ctx, t, RedisOptions{Persistence: tc.persistence})
 			if want := "redis://" + r.Addr() + "/0"; r.URL() != want {
 				t.Errorf("URL() = %q, want %q", r.URL(), want)
 			}
@@ -53,11 +49,7 @@ func TestRedisGivenPortAndDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "redis")
-	r, err := StartRedis(ctx, RedisOptions{Persistence: AOFAlways, Port: port, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Stop()
+	r := testRedis(ctx, t, RedisOptions{Persistence: AOFAlways, Port: port, Dir: dir})
 	if r.Port() != port || r.Dir() != dir {
 		t.Errorf("Port, Dir = %d, %s; want %d, %s", r.Port(), r.Dir(), port, dir)
 	}
@@ -110,11 +102,7 @@ func TestStopAll(t *testing.T) {
 	ctx := testContext(t)
 	var rs []*Redis
 	for range 2 {
-		r, err := StartRedis(ctx, RedisOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Stop()
+		r := testRedis(ctx, t, RedisOptions{})
 		rs = append(rs, r)
 	}
 	if err := StopAll(); err != nil {

@@ -97,13 +97,7 @@ func StopAll() error {
 		all = append(all, s)
 	}
 	live.Unlock()
-	errs := make([]error, len(all))
-	var wg sync.WaitGroup
-	for i, s := range all {
-		wg.Go(func() { errs[i] = s.Stop() })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return stopAll(all)
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago. The

@@ -15,7 +15,8 @@ import (
 // 422, and the record carries the policy id; a malformed pointer or
 // policy id is refused at start.
 func TestFingerprintExcludeFlag(t *testing.T) {
-	api, store := startService(t, serviceOptions{policy: "ietf", fpExclude: "/meta,/client_ref", fpPolicy: "payments/subset-v1"})
+	svc := startService(t, serviceOptions{policy: "ietf", fpExclude: "/meta,/client_ref", fpPolicy: "payments/subset-v1"})
+	api := svc.url
 	first := `{"amount":100,"currency":"EUR","meta":{"trace":"a"},"client_ref":"r1"}`
 	if st, replayed, _ := call(t, "POST", api+"/payments", "k1", first); st != http.StatusCreated || replayed {
 		t.Fatalf("first: %d replayed %v", st, replayed)
@@ -30,7 +31,7 @@ func TestFingerprintExcludeFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := store.Get(context.Background(), k)
+	rec, err := svc.store.Get(context.Background(), k)
 	if err != nil || rec.FingerprintPolicy != "payments/subset-v1" {
 		t.Fatalf("stored record %+v, %v; want policy payments/subset-v1", rec, err)
 	}

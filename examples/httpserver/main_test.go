@@ -7,16 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/idembench/idembench/backends/memstore"
-	"github.com/idembench/idembench/idem"
 
 	"github.com/idembench/idembench/internal/testenv"
 )
@@ -38,18 +33,8 @@ func call(t *testing.T, method, url, key, body string) (int, bool, string) {
 	return resp.StatusCode, resp.Header.Get("Idempotency-Replayed") == "true", strings.TrimSpace(string(b))
 }
 
-func newTestAPI(t *testing.T) (*httptest.Server, *ledger) {
-	t.Helper()
-	store := memstore.New(memstore.Options{SweepInterval: -1})
-	t.Cleanup(func() { store.Close() })
-	l := newLedger()
-	srv := httptest.NewServer(newAPI(idem.New(store), l, log.New(io.Discard, "", 0)))
-	t.Cleanup(srv.Close)
-	return srv, l
-}
-
 func TestPaymentsAPI(t *testing.T) {
-	srv, l := newTestAPI(t)
+	svc := startService(t, serviceOptions{})
 	created := `{"id":"pay_000001","amount":100,"currency":"EUR","status":"succeeded"}`
 	steps := []struct {
 		method, path, key, body string
@@ -72,23 +57,23 @@ func TestPaymentsAPI(t *testing.T) {
 		{"GET", "/payments/pay_999999", "", "", 404, false, `no such payment`, 2},
 	}
 	for i, s := range steps {
-		status, replayed, body := call(t, s.method, srv.URL+s.path, s.key, s.body)
+		status, replayed, body := call(t, s.method, svc.url+s.path, s.key, s.body)
 		if status != s.status || replayed != s.replayed || !strings.Contains(body, s.want) {
 			t.Fatalf("step %d (%s %s key %q): %d replayed=%v %s; want %d replayed=%v containing %s",
 				i, s.method, s.path, s.key, status, replayed, body, s.status, s.replayed, s.want)
 		}
-		if n := l.count(); n != s.payments {
+		if n := svc.ledger.count(); n != s.payments {
 			t.Fatalf("step %d: %d payments, want %d", i, n, s.payments)
 		}
 	}
 }
 
 func TestConcurrentRetriesCreateOnePayment(t *testing.T) {
-	srv, l := newTestAPI(t)
+	svc := startService(t, serviceOptions{})
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
-			req, _ := http.NewRequest("POST", srv.URL+"/payments", strings.NewReader(`{"amount":1,"currency":"EUR"}`))
+			req, _ := http.NewRequest("POST", svc.url+"/payments", strings.NewReader(`{"amount":1,"currency":"EUR"}`))
 			req.Header.Set("Idempotency-Key", "retry-storm")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -102,7 +87,7 @@ func TestConcurrentRetriesCreateOnePayment(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := l.count(); n != 1 {
+	if n := svc.ledger.count(); n != 1 {
 		t.Fatalf("%d payments, want 1", n)
 	}
 }

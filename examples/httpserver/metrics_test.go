@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestMetricsScrape runs the server, sends a scripted series of requests
@@ -58,15 +60,8 @@ func testMetricsScrape(t *testing.T, backend string, args []string) {
 		"replayed/completed": 3,
 		"mismatch/completed": 1,
 	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("idem_transitions_total %s = %d, want %d", k, got[k], v)
-		}
-	}
-	for k, v := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("unexpected idem_transitions_total %s = %d", k, v)
-		}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("idem_transitions_total by transition/outcome (-want +got):\n%s", d)
 	}
 	for _, h := range []string{"idem_claim_duration_seconds_count", "idem_func_duration_seconds_count", "idem_finish_duration_seconds_count"} {
 		if !strings.Contains(string(text), h) {

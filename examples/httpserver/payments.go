@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"log"
 	"maps"
 	"net/http"
 	"sync"
@@ -64,14 +63,6 @@ func (l *ledger) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.payments)
-}
-
-// newAPI returns the payments API: POST /payments behind the idempotency
-// middleware (key required), GET /payments/{id} without it. logger receives
-// the errors the middleware reports (store failures). It is newService
-// without a downstream provider and without a flaw.
-func newAPI(eng *idem.Engine, l *ledger, logger *log.Logger) http.Handler {
-	return newService(eng, l, logger, serviceOptions{})
 }
 
 // createPayment validates the body, charges the downstream provider when

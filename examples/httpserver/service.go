@@ -93,7 +93,8 @@ func newCharger(base string, fenced bool) chargeFunc {
 // newService returns the payments API: POST /payments and POST /transfers
 // (the same operation on two paths) behind the idempotency middleware, the
 // key scoped by path so the two never share a key, and GET /payments/{id}
-// without it. With opts.flaw set, the idempotency layer is the named
+// without it. logger receives the errors the middleware reports (store
+// failures). With opts.flaw set, the idempotency layer is the named
 // known-bad design instead (flaws.go).
 func newService(eng *idem.Engine, l *ledger, logger *log.Logger, opts serviceOptions) http.Handler {
 	mwOpts := idemhttp.Options{

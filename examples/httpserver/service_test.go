@@ -41,18 +41,26 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.keys = append(p.keys, r.Header.Get("Idempotency-Key"))
 }
 
+// testService is a payments service served by startService.
+type testService struct {
+	url    string
+	store  *memstore.Store
+	ledger *ledger
+}
+
 // startService serves the payments service with opts (checked first) on
-// a memory store, for the rest of t, and returns its URL and the store.
-func startService(t *testing.T, opts serviceOptions) (string, *memstore.Store) {
+// a memory store, for the rest of t.
+func startService(t *testing.T, opts serviceOptions) testService {
 	t.Helper()
 	if err := opts.check(); err != nil {
 		t.Fatal(err)
 	}
-	store := memstore.New(memstore.Options{SweepInterval: -1})
-	t.Cleanup(func() { store.Close() })
-	api := httptest.NewServer(newService(idem.New(store), newLedger(), log.New(io.Discard, "", 0), opts))
+	svc := testService{store: memstore.New(memstore.Options{SweepInterval: -1}), ledger: newLedger()}
+	t.Cleanup(func() { svc.store.Close() })
+	api := httptest.NewServer(newService(idem.New(svc.store), svc.ledger, log.New(io.Discard, "", 0), opts))
 	t.Cleanup(api.Close)
-	return api.URL, store
+	svc.url = api.URL
+	return svc
 }
 
 // startProvider serves a provider for the rest of t.
@@ -80,7 +88,7 @@ func TestDownstreamCharge(t *testing.T) {
 	for _, tc := range cases {
 		t.Run("flaw="+tc.flaw, func(t *testing.T) {
 			prov, ps := startProvider(t)
-			api, _ := startService(t, serviceOptions{downstream: ps, flaw: tc.flaw})
+			api := startService(t, serviceOptions{downstream: ps, flaw: tc.flaw}).url
 			body := `{"amount":100,"currency":"EUR"}`
 
 			prov.setFail(true)
@@ -109,7 +117,7 @@ func TestReplayPolicyFlag(t *testing.T) {
 	for policy, replays502 := range map[string]bool{"ietf": false, "stripe": true, "cache-2xx-only": false} {
 		t.Run(policy, func(t *testing.T) {
 			prov, ps := startProvider(t)
-			api, _ := startService(t, serviceOptions{downstream: ps, policy: policy})
+			api := startService(t, serviceOptions{downstream: ps, policy: policy}).url
 			body := `{"amount":100,"currency":"EUR"}`
 			prov.setFail(true)
 			if st, _, _ := call(t, "POST", api+"/payments", "k1", body); st != http.StatusBadGateway {

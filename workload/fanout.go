@@ -6,11 +6,13 @@ import (
 )
 
 // FanOut calls do(w, i) for every i in [0, n) on min(workers, n)
-// goroutines, w (0 ≤ w < workers) naming the goroutine that makes the call.
+// goroutines (at least one: a workers below 1 counts as 1), w (0 ≤ w <
+// workers) naming the goroutine that makes the call.
 // Once ctx ends it hands out no more indexes; it waits for the calls under
 // way and returns ctx.Err(). A liveness probe (Target.Probe) uses it to
 // call its keys a bounded number at a time.
 func FanOut(ctx context.Context, n, workers int, do func(w, i int)) error {
+	workers = max(workers, 1)
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for w := range min(workers, n) {

@@ -53,4 +53,16 @@ func TestFanOut(t *testing.T) {
 	if n := calls.Load(); n > 3 {
 		t.Errorf("%d calls after the first cancelled ctx, want at most 3", n)
 	}
+
+	// No workers asked for: one does the work rather than none (which
+	// would leave the feed blocked for ever).
+	n := 0
+	if err := FanOut(context.Background(), 5, 0, func(w, _ int) {
+		if w != 0 {
+			t.Errorf("worker %d, want 0", w)
+		}
+		n++
+	}); err != nil || n != 5 {
+		t.Errorf("FanOut with 0 workers: %d calls, %v; want 5, nil", n, err)
+	}
 }

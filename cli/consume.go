@@ -124,7 +124,7 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 		return werr
 	}
 	if errors.Is(runErr, consume.ErrNotDrained) {
-		fmt.Fprintln(text, "not drained (exit 4):", runErr)
+		fmt.Fprintln(text, "not drained (exit 4 unless the verdict is worse):", runErr)
 	}
 	var sum *reports.Summary
 	if dir := out.runPath(); dir != "" {
@@ -143,10 +143,12 @@ func (c *consumeCmd) Run(ctx context.Context, g *globals, std stdio, reg *harnes
 	if err := writeSummaryJSON(std, g, sum); err != nil {
 		return err
 	}
-	if runErr != nil { // not drained: a missed threshold, whatever the verdict
-		return runErr
+	// The verdict first, as in run: a violation found before the timeout
+	// outranks the missed drain (exit 4).
+	if err := verdictError(res.Report.Verdict); err != nil {
+		return err
 	}
-	return verdictError(res.Report.Verdict)
+	return runErr
 }
 
 // checkFlags checks every numeric flag against the bound its help gives

@@ -112,6 +112,20 @@ func TestConsumeStopsAtTimeout(t *testing.T) {
 	}
 }
 
+// TestConsumeViolationOutranksNotDrained: a run that both finds double
+// execution and does not drain within --timeout (the broker alone, slow
+// handlers) exits 1 like run, not 4: the missed drain is still said.
+func TestConsumeViolationOutranksNotDrained(t *testing.T) {
+	r := runCLI(t, "consume", "--url", testenv.AMQPURL(t), "--broker-only", "--messages", "200", "--seed", "7",
+		"--latency", "100ms", "--timeout", "2s", "--no-save")
+	if !strings.Contains(r.stdout, "not settled before the timeout") {
+		t.Skipf("the run drained within 2 s on this machine; nothing to rank\n%s", r.stdout)
+	}
+	if r.code != exitViolation || !strings.Contains(r.stdout, "verdict: violation") {
+		t.Errorf("exit %d, want %d (the violation outranks not drained)\n%s%s", r.code, exitViolation, r.stdout, r.err)
+	}
+}
+
 // TestConsumeBrokerDies: a RabbitMQ connection that dies in the middle of
 // a run (a proxy in front of the broker is killed) is an environment error
 // (exit 5) naming the connection, never a verdict.

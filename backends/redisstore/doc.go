@@ -29,7 +29,10 @@
 // written before the field existed has none and reads as not named). Times are milliseconds by the Redis
 // server's clock (TIME inside the scripts); the client's clock is never
 // used. Record.ExpiresAt is the server time plus the key's PTTL, read
-// together.
+// together. TIME is read to the millisecond: rounded down to judge whether
+// a lease has expired, rounded up for where a lease granted or renewed now
+// starts, so a lease lasts at least its TTL by the server's clock (and a
+// take-over comes less than 1 ms after it).
 //
 // Expiry: an in-progress record expires at lease expiry plus
 // Options.TakeoverGrace (default 24h), so that a take-over after a crash is

@@ -118,13 +118,14 @@ func newMultiScript(sp multiSpec) multiScript {
 // one atomic step (Redis itself judges key expiry inside a script by the
 // time the script started). It saves a TIME call per key.
 const luaClockOnce = `
-local clock
+local clock, clockUp
 local function now()
   if not clock then
     local t = redis.call('TIME')
     clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    clockUp = tonumber(t[2]) % 1000 > 0 and clock + 1 or clock
   end
-  return clock
+  return clock, clockUp
 end
 local function fmt(n) return string.format('%d', n) end
 `
@@ -138,7 +139,7 @@ var (
 	multiAcquire = newMultiScript(multiSpec{
 		one: acquireScript, prelude: luaClockOnce + luaRecord + luaClaim, body: acquireBody, nkeys: 2, nargs: 6,
 		shared: []int{2, 3, 4}, // lease TTL, grace, call id
-		setup:  "local lease = now() + tonumber(a2)\nlocal leaseS, expiry = fmt(lease), lease + tonumber(a3)",
+		setup:  "local _, up = now()\nlocal lease = up + tonumber(a2)\nlocal leaseS, expiry = fmt(lease), lease + tonumber(a3)",
 		head:   "lease",
 		fast:   "redis.call('EXISTS', k1) == 0 and claim(k1, k2, a1, tonumber(a5), '0', leaseS, expiry, a4, a6) or nil",
 		expand: func(head, reply any) any {

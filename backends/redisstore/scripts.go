@@ -36,13 +36,18 @@ const (
 // HMGET, HSET and PEXPIRE.
 
 // luaClock holds the helpers of the scripts that read the time: now()
-// reads the server clock, never the client's; fmt() renders an integer
-// exactly (Lua's default number format switches to exponent form above
-// 1e14).
+// reads the server clock, never the client's, in whole milliseconds: first
+// rounded down, which is how a lease is judged (expired once its expiry
+// is at or before it), then rounded up, which is where a lease granted or
+// renewed now starts, so that it lasts at least its TTL in true time (from
+// the rounded-down time it could end up to 1 ms early). fmt() renders an
+// integer exactly (Lua's default number format switches to exponent form
+// above 1e14).
 const luaClock = `
 local function now()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local ms, us = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[2]) % 1000
+  return ms, us > 0 and ms + 1 or ms
 end
 local function fmt(n) return string.format('%d', n) end
 `
@@ -180,7 +185,7 @@ end
 const acquireBody = `
 local ty = redis.call('TYPE', KEYS[1])['ok']
 if ty ~= 'none' and ty ~= 'hash' then return {-1, ty} end
-local t = now()
+local t, up = now()
 local prev, policy = '0', ARGV[6] or ''
 if ty == 'hash' then
   local f = redis.call('HMGET', KEYS[1], ` + recordFields + `)
@@ -190,7 +195,7 @@ if ty == 'hash' then
   end
   if prev == '0' then return {0, redis.call('HGETALL', KEYS[1]), t, redis.call('PTTL', KEYS[1])} end
 end
-local lease = t + tonumber(ARGV[2])
+local lease = up + tonumber(ARGV[2])
 local tok, was = claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[5]), prev, fmt(lease), lease + tonumber(ARGV[3]), ARGV[4], policy)
 if not tok then return {-2, was or ''} end
 return {1, tok, prev, lease, was or false, policy}
@@ -223,7 +228,8 @@ local owned = st == 'in_progress' and f[3] == ARGV[1]
 // with WRONGTYPE.
 var heartbeatScript = redis.NewScript(luaClock + luaRecord + luaOwned + `
 if not owned then return 0 end
-local lease = now() + tonumber(ARGV[2])
+local _, up = now()
+local lease = up + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lease_ms', fmt(lease))
 redis.call('PEXPIREAT', KEYS[1], lease + tonumber(ARGV[3]))
 return lease
